@@ -15,7 +15,7 @@ from .validation import validate_inputs
 
 try:
     from .dispatch import try_chunk_forward, try_recurrent_forward
-except ImportError as exc:  # dispatch.py not present: every call runs on the reference
+except ModuleNotFoundError as exc:  # no dispatch.py (yet): every call runs on the reference
     if exc.name != f"{__package__}.dispatch":
         raise
     try_chunk_forward = try_recurrent_forward = None

@@ -76,22 +76,23 @@ def _finish(o_seqs, states, B, T, HV, V, out_dtype, state_dtype, output_final_st
 def _chunk_sequence(q, k, v, g, beta, scale, S, chunk_size):
     """Run one sequence (or a batch of equal-length rows) through the chunked form.
 
-    q, k [b, H, 1, L, K]; v [b, H, R, L, V]; g, beta [b, H, R, L]; S [b, H, R, K, V].
-    Returns o [b, H, R, L, V] and the final state. Every exponent is of a non-positive number.
+    q, k [b, H, 1, n, K]; v [b, H, R, n, V]; g, beta [b, H, R, n]; S [b, H, R, K, V].
+    Returns o [b, H, R, n, V] and the final state. Every exponent is of a non-positive number.
     """
-    L = q.shape[3]
+    n_tok = q.shape[3]
+    causal_full = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
+    eye_full = torch.eye(chunk_size, dtype=q.dtype, device=q.device)
     outs = []
-    for c0 in range(0, L, chunk_size):
-        c1 = min(c0 + chunk_size, L)
+    for c0 in range(0, n_tok, chunk_size):
+        c1 = min(c0 + chunk_size, n_tok)
         C = c1 - c0
         qc, kc, vc = q[..., c0:c1, :], k[..., c0:c1, :], v[..., c0:c1, :]
         bc = beta[..., c0:c1]
         G = g[..., c0:c1].cumsum(-1)                                   # [b, H, R, C]
-        causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+        causal, eye = causal_full[:C, :C], eye_full[:C, :C]
         Gamma = (G.unsqueeze(-1) - G.unsqueeze(-2)).masked_fill(~causal, float("-inf")).exp()
         kkt = kc @ kc.transpose(-1, -2)                                 # [b, H, 1, C, C]
         L_strict = (bc.unsqueeze(-1) * kkt).tril(-1)                    # diag(beta) K K^T, strict lower
-        eye = torch.eye(C, dtype=q.dtype, device=q.device)
         A_free = torch.linalg.solve_triangular(eye + L_strict, eye.expand_as(L_strict), upper=False,
                                                unitriangular=True)
         A = A_free * Gamma                                              # gated inverse
