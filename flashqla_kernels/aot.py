@@ -1,0 +1,138 @@
+"""Lower a TileLang prim_func ahead of time to a C-ABI shared library for sm_90a.
+
+The library exports three symbols and nothing else (a linker version script hides the rest):
+
+    const char* get_last_error();
+    int init();                                   // sets the dynamic shared-memory limit
+    int call(<pointers and scalars...>, cudaStream_t stream);
+
+The CUDA runtime is linked statically and the driver is reached through cudaGetDriverEntryPoint
+(CUTLASS's wrapper), so the binary needs only the NVIDIA driver at run time: no TileLang, no
+compiler, no torch C++ ABI. The argument list of `call` is recorded in the manifest so the runtime
+can build a ctypes signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TARGET = {"kind": "cuda", "arch": "sm_90a"}
+GENCODE = "arch=compute_90a,code=sm_90a"
+
+_VERSION_SCRIPT = "{ global: init; call; get_last_error; local: *; };\n"
+
+# C types that appear in TileLang's generated `call(...)` signature, mapped to the names the
+# runtime loader understands.
+_CTYPE_KIND = {
+    "bfloat16_t*": "ptr",
+    "half_t*": "ptr",
+    "float*": "ptr",
+    "int*": "ptr",
+    "int64_t*": "ptr",
+    "signed char*": "ptr",
+    "unsigned char*": "ptr",
+    "bool*": "ptr",
+    "int": "i32",
+    "int64_t": "i64",
+    "float": "f32",
+}
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    library: Path
+    args: list[dict] = field(default_factory=list)
+    source_sha256: str = ""
+
+
+def find_nvcc() -> str:
+    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and Path(cand).exists():
+            return cand
+    raise RuntimeError("nvcc not found: install a CUDA toolkit >= 12.8 or set NVCC=/path/to/nvcc")
+
+
+def lower_to_source(prim_func, pass_configs: dict | None = None) -> str:
+    """TileLang prim_func -> complete CUDA source (device kernel + C-ABI host wrapper)."""
+    from tilelang import tvm
+    from tilelang.engine.lower import lower
+    from tilelang.jit.adapter.wrapper import TLWrapper
+    from tvm.target import Target
+
+    target = Target(TARGET)
+    pass_configs = dict(pass_configs or {})
+    with tvm.transform.PassContext(opt_level=3, config=pass_configs), target:
+        artifact = lower(prim_func, target=target)
+    wrapper = TLWrapper(target)
+    wrapper.assign_optimized_module(tvm.IRModule({prim_func.attrs["global_symbol"]: prim_func}))
+    wrapper.assign_pass_configs(pass_configs)
+    wrapper.assign_host_module(artifact.host_mod)
+    wrapper.assign_device_module(artifact.device_mod)
+    return wrapper.wrap(artifact.kernel_source)
+
+
+def parse_call_signature(source: str) -> list[dict]:
+    """Read the argument list of the exported `call` from the generated source."""
+    m = re.search(r'extern "C" TL_EXPORT int call\(([^)]*)\)', source)
+    if not m:
+        raise RuntimeError("generated source has no `call` entry point")
+    args = []
+    for raw in m.group(1).split(","):
+        raw = raw.split("=")[0].replace("__restrict__", " ").strip()
+        raw = re.sub(r"\s+", " ", raw).replace(" *", "*")
+        ctype, name = raw.rsplit(" ", 1)
+        if name.startswith("*"):
+            ctype, name = ctype + "*", name[1:]
+        if ctype == "cudaStream_t":
+            args.append({"name": name, "kind": "stream"})
+            continue
+        if ctype not in _CTYPE_KIND:
+            raise RuntimeError(f"unsupported argument type {ctype!r} for {name!r} in `call`")
+        args.append({"name": name, "kind": _CTYPE_KIND[ctype], "ctype": ctype})
+    return args
+
+
+def compile_source(source: str, out_path: Path, fast_math: bool = True, keep_source: bool = True) -> None:
+    """nvcc the generated source into a self-contained shared library."""
+    import tilelang
+
+    tl_root = Path(tilelang.__file__).parent
+    includes = [tl_root / "3rdparty" / "cutlass" / "include", tl_root / "src"]
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / (out_path.stem + ".cu")
+        cu.write_text(source)
+        vs = Path(tmp) / "exports.map"
+        vs.write_text(_VERSION_SCRIPT)
+        cmd = [
+            find_nvcc(), "-std=c++20", "-O3", "-w", "-Xcudafe", "--diag_suppress=177", "-lineinfo",
+            "--shared", "--compiler-options", "-fPIC", "-gencode", GENCODE, "-cudart", "static",
+            f"-Xlinker=--version-script={vs}", *[f"-I{p}" for p in includes], str(cu), "-o", str(out_path),
+        ]
+        if fast_math:
+            cmd.append("--use_fast_math")
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"nvcc failed for {out_path.name}:\n{res.stdout}\n{res.stderr}")
+    if keep_source:
+        out_path.with_suffix(".cu").write_text(source)
+
+
+def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None = None) -> CompiledKernel:
+    source = lower_to_source(prim_func, pass_configs)
+    lib = out_dir / f"{name}.so"
+    compile_source(source, lib)
+    return CompiledKernel(
+        name=name,
+        library=lib,
+        args=parse_call_signature(source),
+        source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+    )

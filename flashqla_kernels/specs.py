@@ -1,0 +1,64 @@
+"""The table of compiled specialisations: every binary the ahead-of-time build produces.
+
+A specialisation is (kernel program, static parameters). Everything that varies per call and costs
+nothing to pass at run time (token count, head counts, number of sequences, scale, GVA ratio, whether
+an initial state is given) is a run-time argument, so a new value never selects another binary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DTYPES = ("bfloat16", "float16")
+HEAD_DIM = 128
+CHUNK = 64
+
+
+@dataclass(frozen=True)
+class Spec:
+    kernel: str                      # program name: "kkt_solve" | "chunk_fwd"
+    params: tuple = field(default=())  # sorted (key, value) pairs of static parameters
+
+    @property
+    def name(self) -> str:
+        parts = [self.kernel] + [f"{k}-{_short(v)}" for k, v in self.params]
+        return "__".join(parts)
+
+    def kwargs(self) -> dict:
+        return dict(self.params)
+
+
+def _short(v) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return {"bfloat16": "bf16", "float16": "fp16"}.get(str(v), str(v))
+
+
+def make_spec(kernel: str, **params) -> Spec:
+    return Spec(kernel, tuple(sorted(params.items())))
+
+
+def kkt_solve_specs() -> list[Spec]:
+    return [make_spec("kkt_solve", dtype=d, use_l2norm=l2) for d in DTYPES for l2 in (False, True)]
+
+
+def chunk_fwd_specs() -> list[Spec]:
+    return [
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv)
+        for d in DTYPES for l2 in (False, True) for bv in (128, 64)
+    ]
+
+
+def all_specs() -> list[Spec]:
+    return kkt_solve_specs() + chunk_fwd_specs()
+
+
+def program_for(spec: Spec):
+    """Return the TileLang prim_func of a specialisation (imports tilelang)."""
+    if spec.kernel == "kkt_solve":
+        from .kkt_solve import kkt_solve_program
+        return kkt_solve_program(**spec.kwargs())
+    if spec.kernel == "chunk_fwd":
+        from .chunk_fwd import chunk_fwd_program
+        return chunk_fwd_program(**spec.kwargs())
+    raise KeyError(spec.kernel)

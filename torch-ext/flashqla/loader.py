@@ -1,0 +1,128 @@
+"""Find and load the prebuilt sm_90a binaries (C-ABI shared libraries) with ctypes.
+
+Each binary exports `init()`, `call(<args>, stream)` and `get_last_error()`; `_binaries/manifest.json`
+(written by the ahead-of-time build) lists them with their static parameters and argument kinds.
+Search order for the binaries directory:
+  1. $FLASHQLA_BINARIES_DIR
+  2. `_binaries/` next to this file (the hub kernel layout and an installed wheel)
+  3. `<repo>/build/_binaries` (an editable checkout after `python -m flashqla_kernels.build`)
+With FLASHQLA_JIT=1 and tilelang importable, a missing specialisation is compiled at first use into
+$FLASHQLA_JIT_CACHE (default ~/.cache/flashqla/jit) with the same programs as the AOT build.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import threading
+from pathlib import Path
+
+_CTYPES = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
+           "stream": ctypes.c_void_p}
+_LOCK = threading.Lock()
+_LOADED: dict[str, "Binary"] = {}
+_MANIFEST: dict | None = None
+_MANIFEST_DIR: Path | None = None
+
+
+class Binary:
+    """One loaded specialisation: `binary(*args, stream=...)` launches it."""
+
+    def __init__(self, path: Path, entry: dict):
+        self.path = path
+        self.entry = entry
+        self.name = entry["name"]
+        self.lib = ctypes.CDLL(str(path))
+        self.arg_kinds = [a["kind"] for a in entry["args"]]
+        self._call = self.lib.call
+        self._call.restype = ctypes.c_int
+        self._call.argtypes = [_CTYPES[k] for k in self.arg_kinds]
+        self.lib.init.restype = ctypes.c_int
+        self.lib.get_last_error.restype = ctypes.c_char_p
+        self._initialised_devices: set[int] = set()
+
+    def _error(self) -> str:
+        return self.lib.get_last_error().decode(errors="replace")
+
+    def ensure_init(self, device_index: int) -> None:
+        if device_index in self._initialised_devices:
+            return
+        import torch
+
+        with torch.cuda.device(device_index):
+            if self.lib.init() != 0:
+                raise RuntimeError(f"flashqla: init of {self.name} failed: {self._error()}")
+        self._initialised_devices.add(device_index)
+
+    def __call__(self, *args, stream: int) -> None:
+        if len(args) + 1 != len(self.arg_kinds):
+            raise TypeError(f"{self.name}: expected {len(self.arg_kinds) - 1} arguments, got {len(args)}")
+        if self._call(*args, ctypes.c_void_p(stream)) != 0:
+            raise RuntimeError(f"flashqla: launch of {self.name} failed: {self._error()}")
+
+
+def _candidate_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    dirs = []
+    if os.environ.get("FLASHQLA_BINARIES_DIR"):
+        dirs.append(Path(os.environ["FLASHQLA_BINARIES_DIR"]))
+    dirs.append(here / "_binaries")
+    dirs.append(here.parents[1] / "build" / "_binaries")
+    return dirs
+
+
+def binaries_dir() -> Path | None:
+    for d in _candidate_dirs():
+        if (d / "manifest.json").is_file():
+            return d
+    return None
+
+
+def manifest() -> dict:
+    global _MANIFEST, _MANIFEST_DIR
+    if _MANIFEST is None:
+        d = binaries_dir()
+        _MANIFEST_DIR = d
+        _MANIFEST = json.loads((d / "manifest.json").read_text()) if d else {"kernels": {}}
+    return _MANIFEST
+
+
+def _match(entry: dict, kernel: str, params: dict) -> bool:
+    return entry["kernel"] == kernel and all(entry["params"].get(k) == v for k, v in params.items())
+
+
+def find(kernel: str, **params) -> Binary | None:
+    """The loaded binary of `kernel` whose static parameters equal `params`, or None."""
+    key = kernel + repr(sorted(params.items()))
+    if key in _LOADED:
+        return _LOADED[key]
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        for entry in manifest()["kernels"].values():
+            if _match(entry, kernel, params):
+                _LOADED[key] = Binary(_MANIFEST_DIR / entry["library"], entry)
+                return _LOADED[key]
+        if os.environ.get("FLASHQLA_JIT") == "1":
+            _LOADED[key] = _jit_compile(kernel, params)
+            return _LOADED[key]
+    return None
+
+
+def _jit_compile(kernel: str, params: dict) -> Binary:
+    """Development path: compile one specialisation now with tilelang (FLASHQLA_JIT=1)."""
+    try:
+        from flashqla_kernels.aot import build_kernel
+        from flashqla_kernels.specs import make_spec, program_for
+    except ImportError as e:  # pragma: no cover - needs the repository checkout and tilelang
+        raise RuntimeError("FLASHQLA_JIT=1 needs the flashqla_kernels package and tilelang importable") from e
+    spec = make_spec(kernel, **params)
+    out = Path(os.environ.get("FLASHQLA_JIT_CACHE", Path.home() / ".cache" / "flashqla" / "jit"))
+    ck = build_kernel(spec.name, program_for(spec), out)
+    entry = {"name": spec.name, "kernel": kernel, "params": params, "library": ck.library.name, "args": ck.args}
+    return Binary(ck.library, entry)
+
+
+def available_kernels() -> list[str]:
+    return sorted(manifest()["kernels"])

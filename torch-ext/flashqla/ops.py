@@ -1,0 +1,114 @@
+"""torch.library custom ops over the prebuilt binaries, with fake implementations for torch.compile.
+
+Every launch goes to torch's current CUDA stream of the input's device; nothing here synchronises with
+the host, so the ops can be captured in CUDA graphs. Inputs are packed: tokens of all sequences along
+one axis ([T, heads, dim]); `cu_seqlens` (int32 [N+1]) and `chunk_offsets` (int32 [N+1], see
+`chunk_offsets_for`) describe the sequences.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from . import loader
+
+CHUNK = 64
+_DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+def _stream(t: torch.Tensor) -> int:
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
+    """Launch with arguments given by the names of the generated `call` signature (see the manifest)."""
+    binary.ensure_init(device.index if device.index is not None else torch.cuda.current_device())
+    args = []
+    for spec in binary.entry["args"]:
+        if spec["kind"] == "stream":
+            continue
+        value = named[spec["name"]]
+        args.append(value.data_ptr() if isinstance(value, torch.Tensor) else value)
+    binary(*args, stream=torch.cuda.current_stream(device).cuda_stream)
+
+
+def _binary(kernel: str, **params) -> loader.Binary:
+    b = loader.find(kernel, **params)
+    if b is None:
+        raise RuntimeError(f"flashqla: no prebuilt binary for {kernel} {params}; run `python -m flashqla_kernels.build`")
+    return b
+
+
+def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Tensor:
+    """Exclusive prefix sum of ceil(len_n / chunk), int32 [N+1], computed on the device (no sync)."""
+    lens = cu_seqlens[1:] - cu_seqlens[:-1]
+    counts = torch.div(lens + (chunk - 1), chunk, rounding_mode="floor")
+    return torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]).to(torch.int32)
+
+
+# --------------------------------------------------------------------------------------------- kkt_solve
+@torch.library.custom_op("flashqla::kkt_solve", mutates_args=())
+def kkt_solve(k: torch.Tensor, beta: torch.Tensor, cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
+              num_v_heads: int, use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta) per chunk; rk = 1/||k|| (l2norm only).
+
+    k [T, H, 128] bf16/fp16, beta [T, HV] fp32 -> a [T, HV, 64] (k's dtype), rk [T, HV] fp32.
+    """
+    T, H, K = k.shape
+    a = torch.empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
+    rk = torch.empty(T, num_v_heads, dtype=torch.float32, device=k.device)
+    if T == 0:
+        return a, rk
+    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm)
+    _launch(b, k.device, k=k, beta=beta, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a, rk=rk,
+            num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, num_seqs_p1=cu_seqlens.numel())
+    return a, rk
+
+
+@kkt_solve.register_fake
+def _(k, beta, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
+    T = k.shape[0]
+    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(T, num_v_heads, dtype=torch.float32))
+
+
+# --------------------------------------------------------------------------------------------- chunk_fwd
+@torch.library.custom_op("flashqla::chunk_fwd", mutates_args=())
+def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+              initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
+              scale: float, use_l2norm: bool, output_final_state: bool,
+              block_v: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fused GDN chunked forward on packed inputs.
+
+    q, k [T, H, 128], v [T, HV, 128] (bf16/fp16), g, beta [T, HV] fp32, initial_state [N, HV, 128, 128]
+    fp32 or None -> o [T, HV, 128] (v's dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when
+    output_final_state is False).
+    """
+    T, H, K = q.shape
+    HV, V = v.shape[1], v.shape[2]
+    N = cu_seqlens.numel() - 1
+    o = torch.empty(T, HV, V, dtype=v.dtype, device=v.device)
+    ht = torch.empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32, device=v.device)
+    if N == 0:
+        return o, ht
+    a, rk = kkt_solve(k, beta, cu_seqlens, chunk_offsets, HV, use_l2norm)
+    # absent states are passed as a valid pointer that the kernel never touches (flags say so)
+    h0 = initial_state if initial_state is not None else o
+    ht_arg = ht if output_final_state else o
+    flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
+    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
+    _launch(b, v.device, q=q, k=k, v=v, g=g, a=a, rk=rk, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
+            scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
+            num_seqs_p1=cu_seqlens.numel())
+    return o, ht
+
+
+@chunk_fwd.register_fake
+def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets, scale, use_l2norm, output_final_state, block_v):
+    T, H, K = q.shape
+    HV, V = v.shape[1], v.shape[2]
+    N = cu_seqlens.shape[0] - 1
+    o = v.new_empty(T, HV, V)
+    ht = v.new_empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32)
+    return o, ht
