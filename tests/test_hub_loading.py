@@ -180,6 +180,34 @@ def test_hf_cache_offline_get_kernel(hub_cache):
     assert "Version 2 not found" in res["v2"], res
 
 
+def test_binaries_found_through_hf_cache_symlinks(tmp_path):
+    """In an HF cache every file is a symlink into blobs/: the package must look for _binaries/ next
+    to the snapshot's files (Path(__file__).parent), not next to the resolved blob."""
+    bins = tmp_path / "bins"
+    bins.mkdir()
+    (bins / "manifest.json").write_text('{"kernels": {}}')
+    (bins / "fake.so").write_bytes(b"\x7fELF")
+    write_hub_layout(REPO, tmp_path / "repo" / "build", bin_dir=bins)
+    snap = write_hub_cache(tmp_path / "hub", tmp_path / "repo" / "build")
+    variant = snap / "build" / "torch-cuda"
+    if not (variant / "__init__.py").is_symlink():
+        pytest.skip("no symlinks on this filesystem")
+    # the variant directory itself, as kernels does after resolving the snapshot (any torch can import it)
+    fq = kernels.get_local_kernel(variant)
+    assert Path(fq.__file__).parent == variant
+    import importlib
+
+    try:
+        loader = importlib.import_module(f"{fq.__name__}.loader")
+    except ImportError:
+        loader = None
+    if loader is None or not hasattr(loader, "binaries_dir"):
+        pytest.skip("the package has no loader.binaries_dir()")
+    found = loader.binaries_dir()
+    assert found is not None and Path(found).absolute() == (variant / "_binaries").absolute(), (
+        f"binaries looked up at {found}, expected {variant / '_binaries'} (do not resolve() __file__)")
+
+
 # ----------------------------------------------------------------------------- the real build
 
 
