@@ -21,7 +21,6 @@ kept in registers (fp32, C steps, no barriers). The grid is sized from shapes al
 (T // C + N + 1 chunk slots): no host synchronisation is needed to launch it.
 """
 
-from __future__ import annotations
 
 import tilelang
 import tilelang.language as T

@@ -9,6 +9,7 @@ naming the reason; CPU tensors use the reference silently.
 
 from __future__ import annotations
 
+import os
 import weakref
 
 import torch
@@ -89,7 +90,13 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 
 
 def choose_block_v(num_pairs: int, device: torch.device) -> int:
-    """Split V across two CTAs when (sequence, head) pairs alone would leave SMs idle."""
+    """Split V across two CTAs when (sequence, head) pairs alone would leave SMs idle.
+
+    FLASHQLA_BLOCK_V=64|128 forces a choice (tests and benchmarks use it to cover both binaries).
+    """
+    forced = os.environ.get("FLASHQLA_BLOCK_V")
+    if forced:
+        return int(forced)
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     return 64 if num_pairs < sms else 128
 

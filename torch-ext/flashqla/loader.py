@@ -63,7 +63,7 @@ class Binary:
 
 
 def _candidate_dirs() -> list[Path]:
-    here = Path(__file__).resolve().parent
+    here = Path(os.path.abspath(__file__)).parent  # not resolve(): HF cache files are symlinks to blobs
     dirs = []
     if os.environ.get("FLASHQLA_BINARIES_DIR"):
         dirs.append(Path(os.environ["FLASHQLA_BINARIES_DIR"]))

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from typing import Optional
 
+import os
+
 import torch
 
 from . import loader
 
 CHUNK = 64
+# Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
+_POISON = os.environ.get("FLASHQLA_POISON") == "1"
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -32,6 +36,12 @@ def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
         value = named[spec["name"]]
         args.append(value.data_ptr() if isinstance(value, torch.Tensor) else value)
     binary(*args, stream=torch.cuda.current_stream(device).cuda_stream)
+
+
+def _empty(*shape, dtype, device) -> torch.Tensor:
+    if _POISON:
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def _binary(kernel: str, **params) -> loader.Binary:
@@ -57,8 +67,8 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, cu_seqlens: torch.Tensor, chu
     k [T, H, 128] bf16/fp16, beta [T, HV] fp32 -> a [T, HV, 64] (k's dtype), rk [T, HV] fp32.
     """
     T, H, K = k.shape
-    a = torch.empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
-    rk = torch.empty(T, num_v_heads, dtype=torch.float32, device=k.device)
+    a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
+    rk = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
     if T == 0:
         return a, rk
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm)
@@ -88,8 +98,8 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     T, H, K = q.shape
     HV, V = v.shape[1], v.shape[2]
     N = cu_seqlens.numel() - 1
-    o = torch.empty(T, HV, V, dtype=v.dtype, device=v.device)
-    ht = torch.empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32, device=v.device)
+    o = _empty(T, HV, V, dtype=v.dtype, device=v.device)
+    ht = _empty(*((N, HV, K, V) if output_final_state else (0,)), dtype=torch.float32, device=v.device)
     if N == 0:
         return o, ht
     a, rk = kkt_solve(k, beta, cu_seqlens, chunk_offsets, HV, use_l2norm)

@@ -1,0 +1,104 @@
+"""Time one library's GDN prefill forward over the grid, in this process (one process per library).
+
+python benchmarks/bench_prefill.py --lib flashqla|fla|flash_qla|flashinfer [--rows quick|all] --out r.json
+CUDA events with the L2 flushed before every run (triton.testing.do_bench), median of many runs.
+"""
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+if "--lib" in sys.argv and sys.argv[sys.argv.index("--lib") + 1] == "fla":
+    os.environ["FLA_FLASH_QLA"] = "0"  # time FLA's own Triton kernels, not its dispatch to FlashQLA
+    os.environ["FLA_DISABLE_BACKEND_DISPATCH"] = "1"
+
+import torch
+import triton
+
+sys.path.insert(0, os.path.dirname(__file__))
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, make_inputs  # noqa: E402
+
+QUICK = [("397B-TP1", "8192x4"), ("397B-TP1", "1024x8"), ("35B-TP1", "8192x4"), ("397B-TP8", "1x8192"),
+         ("27B-TP1", "1x32768"), ("2B-TP1", "1024x8")]
+
+
+def runner(lib: str):
+    if lib == "flashqla":
+        import flashqla
+
+        def run(inp):
+            return flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+        return run
+    if lib == "fla":
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+
+        def run(inp):
+            return chunk_gated_delta_rule(**inp, output_final_state=True)
+        return run
+    if lib == "flash_qla":
+        from flash_qla import chunk_gated_delta_rule
+
+        def run(inp):
+            return chunk_gated_delta_rule(**inp, output_final_state=True)
+        return run
+    if lib == "flashinfer":
+        from flashinfer.gdn_prefill import chunk_gated_delta_rule
+
+        def prep(inp):  # outside the timed call: [T, H, 128] views, alpha = exp(g), state buffer
+            N, HV = inp["initial_state"].shape[:2]
+            return dict(q=inp["q"][0], k=inp["k"][0], v=inp["v"][0], g=inp["g"][0].exp(),
+                        beta=inp["beta"][0], initial_state=inp["initial_state"].transpose(-1, -2).contiguous(),
+                        cu_seqlens=inp["cu_seqlens"].long(),
+                        output_state=torch.empty(N, HV, 128, 128, device="cuda", dtype=torch.float32))
+
+        def run(inp):
+            p = inp["_fi"]
+            return chunk_gated_delta_rule(p["q"], p["k"], p["v"], g=p["g"], beta=p["beta"],
+                                          initial_state=p["initial_state"], output_final_state=True,
+                                          cu_seqlens=p["cu_seqlens"], output_state=p["output_state"])
+        run.prep = prep
+        return run
+    raise ValueError(lib)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--rows", default="quick")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
+    args = ap.parse_args()
+    rows = QUICK if args.rows == "quick" else [(h, s) for h in HEAD_CONFIGS for s in SEQ_LAYOUTS]
+    results = {"lib": args.lib, "device": torch.cuda.get_device_name(), "kind": device_kind(),
+               "torch": torch.__version__, "rows": []}
+    try:
+        run = runner(args.lib)
+    except Exception as e:  # the peer cannot run here: say so for every row
+        results["error"] = f"{type(e).__name__}: {e}"
+        json.dump(results, open(args.out, "w"), indent=1)
+        print(f"{args.lib}: cannot run: {results['error']}")
+        return
+    for head, seqs in rows:
+        H, HV = HEAD_CONFIGS[head]
+        row = {"head": head, "seqs": seqs}
+        try:
+            inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+            if hasattr(run, "prep"):
+                inp["_fi"] = run.prep(inp)
+            run(inp)
+            torch.cuda.synchronize()
+            row["ms"] = triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median")
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            traceback.print_exc()
+        results["rows"].append(row)
+        print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))}", flush=True)
+        del inp
+        torch.cuda.empty_cache()
+    json.dump(results, open(args.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Fused GDN chunked forward: deltas, state update and output for every chunk, the state kept on chip.
+
+Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
+    q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
+    v          [T, HV, V]    bf16/fp16
+    g          [T, HV]       fp32 per-token log decay
+    a          [T, HV, C]    (I + strict_lower(diag(beta) K K^T))^-1 diag(beta), from kkt_solve (gate-free)
+    rk         [T, HV]       fp32 1/||k|| from kkt_solve (read only when use_l2norm)
+    h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
+    cu_seqlens [N + 1]       int32
+    scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
+Outputs:
+    o          [T, HV, V]    q's dtype
+    ht         [N(+1), HV, K, V] fp32 final states (written only when flags & 2)
+
+Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g):
+    gamma_r = exp(G_r), Gamma_rs = exp(G_r - G_s) (r >= s), d_r = exp(G_last - G_r)   (all exponents <= 0)
+    W  = V - diag(gamma) K S0 ;  Vn = (A (.) Gamma) W
+    O  = scale [diag(gamma) Q S0 + (Q K^T (.) Gamma) Vn]
+    S  = gamma_last S0 + K^T diag(d) Vn
+With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its rows/columns (the norms of q
+are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
+Rows past the end of a sequence get g = 0 and a zero Gamma row: they add nothing and are never stored.
+
+Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroups (`threads` = 384):
+    WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,
+                   S = gamma_last S + K^T (d Vn)                     -- the serial chain across chunks
+    WG1 "output" : chunk cumsum and gates, A~ = A (.) Gamma (to shared), P = Q K^T (.) Gamma,
+                   O = gamma Q S + P Vn, masked store of O          -- overlaps WG0's chain
+    WG2 producer : one warp loads q, k, v, a (TMA) and g, rk into `num_stages` shared stages.
+Every product is a wgmma from shared memory with fp32 accumulation; mbarriers hand stages and
+intermediates between warpgroups; w/u, the deltas and the per-chunk states never leave the SM.
+"""
+
+
+import tilelang
+import tilelang.language as T
+
+LOG2E = 1.4426950408889634
+L2NORM_EPS = 1e-6
+
+
+def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
+                      head_dim: int = 128, chunk_size: int = 64, num_stages: int = 2,
+                      state_regs: int = 240, output_regs: int = 160, producer_regs: int = 24):
+    K = V = head_dim
+    C, BV, NS = chunk_size, block_v, num_stages
+    assert V % BV == 0
+    NVB = V // BV
+    num_tokens = T.dynamic("num_tokens")
+    num_k_heads = T.dynamic("num_k_heads")
+    num_v_heads = T.dynamic("num_v_heads")
+    num_seqs_p1 = T.dynamic("num_seqs_p1")
+    acc = "float32"
+
+    @T.prim_func
+    def chunk_fwd(
+        q: T.Tensor((num_tokens, num_k_heads, K), dtype),
+        k: T.Tensor((num_tokens, num_k_heads, K), dtype),
+        v: T.Tensor((num_tokens, num_v_heads, V), dtype),
+        g: T.Tensor((num_tokens, num_v_heads), acc),
+        a: T.Tensor((num_tokens, num_v_heads, C), dtype),
+        rk: T.Tensor((num_tokens, num_v_heads), acc),
+        h0: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
+        ht: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
+        cu_seqlens: T.Tensor((num_seqs_p1,), "int32"),
+        o: T.Tensor((num_tokens, num_v_heads, V), dtype),
+        scale: T.float32,
+        flags: T.int32,
+    ):
+        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=384) as (bhv, n):
+            hv = bhv // NVB
+            v0 = (bhv % NVB) * BV
+            hk = hv // (num_v_heads // num_k_heads)
+            seq_start = cu_seqlens[n]
+            seq_end = cu_seqlens[n + 1]
+            n_chunks = T.ceildiv(seq_end - seq_start, C)
+
+            # stages filled by the producer
+            q_s = T.alloc_shared((NS, C, K), dtype)
+            k_s = T.alloc_shared((NS, C, K), dtype)
+            v_s = T.alloc_shared((NS, C, BV), dtype)
+            a_s = T.alloc_shared((NS, C, C), dtype)
+            g_s = T.alloc_shared((NS, C), acc)
+            rk_s = T.alloc_shared((NS, C), acc)
+            # gates and gated inverse, per stage (written by WG1, read by WG0)
+            gam_s = T.alloc_shared((NS, C), acc)
+            dec_s = T.alloc_shared((NS, C), acc)
+            ag_s = T.alloc_shared((NS, C, C), dtype)
+            # intermediates handed between warpgroups
+            h_s = T.alloc_shared((K, BV), dtype)
+            w_s = T.alloc_shared((C, BV), dtype)
+            vn_s = T.alloc_shared((C, BV), dtype)
+            p_s = T.alloc_shared((C, C), dtype)
+            gc_s = T.alloc_shared((C,), acc)
+            rq_s = T.alloc_shared((C,), acc)
+
+            s_f = T.alloc_fragment((K, BV), acc)
+            u_f = T.alloc_fragment((C, BV), acc)
+            o_f = T.alloc_fragment((C, BV), acc)
+            p_f = T.alloc_fragment((C, C), acc)
+            ga_f = T.alloc_fragment((C, C), acc)
+            qq_f = T.alloc_fragment((C, K), acc)
+            qn_f = T.alloc_fragment((C,), acc)
+
+            full = T.alloc_barrier(arrive_count=[32] * NS)
+            empty = T.alloc_barrier(arrive_count=[256] * NS)
+            gates_ready = T.alloc_barrier(arrive_count=128)
+            ag_ready = T.alloc_barrier(arrive_count=128)
+            h_ready = T.alloc_barrier(arrive_count=128)
+            h_used = T.alloc_barrier(arrive_count=128)
+            vn_ready = T.alloc_barrier(arrive_count=128)
+            vn_used = T.alloc_barrier(arrive_count=128)
+
+            tx = T.get_thread_binding()
+
+            if tx < 128:
+                # ------------------------------------------------------------- WG0: state chain
+                T.set_max_nreg(state_regs, 1)
+                if flags % 2 == 1:
+                    T.copy(h0[n, hv, 0:K, v0:v0 + BV], s_f)
+                else:
+                    T.clear(s_f)
+                for c in T.serial(n_chunks):
+                    st = c % NS
+                    T.barrier_wait(full[st], (c // NS) % 2)
+                    T.barrier_wait(h_used, (c + 1) % 2)
+                    T.copy(s_f, h_s)
+                    T.barrier_arrive(h_ready)
+                    T.gemm(k_s[st, :, :], h_s, u_f, clear_accum=True)
+                    T.barrier_wait(gates_ready, c % 2)
+                    if use_l2norm:
+                        for i, j in T.Parallel(C, BV):
+                            w_s[i, j] = v_s[st, i, j] - gam_s[st, i] * rk_s[st, i] * u_f[i, j]
+                    else:
+                        for i, j in T.Parallel(C, BV):
+                            w_s[i, j] = v_s[st, i, j] - gam_s[st, i] * u_f[i, j]
+                    T.barrier_wait(ag_ready, c % 2)
+                    T.gemm(ag_s[st, :, :], w_s, u_f, clear_accum=True)
+                    T.barrier_wait(vn_used, (c + 1) % 2)
+                    T.copy(u_f, vn_s)
+                    T.barrier_arrive(vn_ready)
+                    if use_l2norm:
+                        for i, j in T.Parallel(C, BV):
+                            w_s[i, j] = u_f[i, j] * dec_s[st, i] * rk_s[st, i]
+                    else:
+                        for i, j in T.Parallel(C, BV):
+                            w_s[i, j] = u_f[i, j] * dec_s[st, i]
+                    for i, j in T.Parallel(K, BV):
+                        s_f[i, j] = s_f[i, j] * gam_s[st, C - 1]
+                    T.gemm(k_s[st, :, :], w_s, s_f, transpose_A=True, clear_accum=False)
+                    T.barrier_arrive(empty[st])
+                if flags // 2 % 2 == 1:
+                    T.copy(s_f, ht[n, hv, 0:K, v0:v0 + BV])
+
+            elif tx < 256:
+                # ------------------------------------------------------------- WG1: gates and output
+                T.set_max_nreg(output_regs, 1)
+                for c in T.serial(n_chunks):
+                    st = c % NS
+                    t0 = seq_start + c * C
+                    T.barrier_wait(full[st], (c // NS) % 2)
+                    # chunk-local cumsum of g (rows past the sequence end carry g = 0)
+                    for i in T.Parallel(C):
+                        gc_s[i] = 0.0
+                        for j in T.serial(C):
+                            if j <= i:
+                                gc_s[i] += g_s[st, j]
+                    for i in T.Parallel(C):
+                        gam_s[st, i] = T.exp2(gc_s[i] * LOG2E)
+                        dec_s[st, i] = T.exp2((gc_s[C - 1] - gc_s[i]) * LOG2E)
+                    T.barrier_arrive(gates_ready)
+                    for i, j in T.Parallel(C, C):
+                        ga_f[i, j] = T.if_then_else(
+                            (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[i] - gc_s[j]) * LOG2E), 0.0)
+                    for i, j in T.Parallel(C, C):
+                        ag_s[st, i, j] = a_s[st, i, j] * ga_f[i, j]
+                    T.barrier_arrive(ag_ready)
+                    T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+                    if use_l2norm:
+                        for i, j in T.Parallel(C, K):
+                            qq_f[i, j] = q_s[st, i, j] * q_s[st, i, j]
+                        T.reduce_sum(qq_f, qn_f, dim=1)
+                        for i in T.Parallel(C):
+                            rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
+                        for i, j in T.Parallel(C, C):
+                            p_s[i, j] = p_f[i, j] * ga_f[i, j] * rq_s[i] * rk_s[st, j]
+                    else:
+                        for i in T.Parallel(C):
+                            rq_s[i] = scale
+                        for i, j in T.Parallel(C, C):
+                            p_s[i, j] = p_f[i, j] * ga_f[i, j] * scale
+                    T.barrier_wait(h_ready, c % 2)
+                    T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
+                    T.barrier_arrive(h_used)
+                    for i, j in T.Parallel(C, BV):
+                        o_f[i, j] = o_f[i, j] * (gam_s[st, i] * rq_s[i])
+                    T.barrier_wait(vn_ready, c % 2)
+                    T.gemm(p_s, vn_s, o_f, clear_accum=False)
+                    T.barrier_arrive(vn_used)
+                    for i, j in T.Parallel(C, BV):
+                        if t0 + i < seq_end:
+                            o[t0 + i, hv, v0 + j] = o_f[i, j]
+                    T.barrier_arrive(empty[st])
+
+            else:
+                # ------------------------------------------------------------- WG2: producer
+                T.set_max_nreg(producer_regs, 0)
+                if tx < 256 + 32:
+                    for c in T.serial(n_chunks):
+                        st = c % NS
+                        t0 = seq_start + c * C
+                        T.barrier_wait(empty[st], (c // NS + 1) % 2)
+                        T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
+                        T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
+                        T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
+                        T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
+                        for i in T.Parallel(C):
+                            g_s[st, i] = T.if_then_else(t0 + i < seq_end, g[t0 + i, hv], 0.0)
+                            if use_l2norm:
+                                rk_s[st, i] = T.if_then_else(t0 + i < seq_end, rk[t0 + i, hv], 0.0)
+                        T.barrier_arrive(full[st])
+
+    return chunk_fwd

@@ -1,0 +1,156 @@
+"""GPU tests of the prebuilt sm_90a kernels against the float64 reference (skip without an H100/H200).
+
+Every output buffer is poisoned with NaN before the kernels run (FLASHQLA_POISON=1), so an element a
+kernel forgets to write fails the comparison.
+"""
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("FLASHQLA_POISON", "1")
+
+import flashqla  # noqa: E402
+from flashqla import reference  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+TOL = 5e-3
+
+
+def rel_l2(x, ref):
+    x, ref = x.double(), ref.double()
+    assert torch.isfinite(x).all(), "non-finite (unwritten?) elements in the kernel output"
+    return ((x - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def make_inputs(seqlens, H, HV, dtype=torch.bfloat16, l2norm_in_kernel=False, h0=True, seed=0,
+                strong_decay=True, device="cuda"):
+    """Packed varlen inputs: strong decay on some heads (g down to -20), 25% zero-decay heads."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    T = sum(seqlens)
+    K = V = 128
+    q = torch.randn(1, T, H, K, generator=gen)
+    k = torch.randn(1, T, H, K, generator=gen)
+    if not l2norm_in_kernel:
+        q, k = reference.l2norm(q), reference.l2norm(k)
+    v = torch.randn(1, T, HV, V, generator=gen)
+    g = torch.nn.functional.logsigmoid(torch.randn(1, T, HV, generator=gen)) / 4
+    if strong_decay:
+        strong = torch.arange(HV) % 4 == 1
+        g[..., strong] = -20 * torch.rand(1, T, int(strong.sum()), generator=gen)
+    g[..., torch.arange(HV) % 4 == 0] = 0.0
+    beta = torch.sigmoid(torch.randn(1, T, HV, generator=gen))
+    cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0)), dtype=torch.int32)
+    N = len(seqlens)
+    s0 = 0.1 * torch.randn(N, HV, K, V, generator=gen) if h0 else None
+    to = lambda t, dt=None: None if t is None else t.to(device=device, dtype=dt or t.dtype)  # noqa: E731
+    return dict(q=to(q, dtype), k=to(k, dtype), v=to(v, dtype), g=to(g), beta=to(beta),
+                initial_state=to(s0), cu_seqlens=to(cu))
+
+
+def oracle(inp, l2norm):
+    ins = {k_: (v_.double() if torch.is_floating_point(v_) else v_) if v_ is not None else None
+           for k_, v_ in inp.items()}
+    return reference.naive_recurrent_gated_delta_rule_f64(
+        **ins, output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
+
+
+@pytest.fixture(autouse=True)
+def _needs_kernels():
+    ok, why = flashqla.kernels_available()
+    if not ok:
+        pytest.skip(why)
+
+
+@pytest.mark.parametrize("block_v", ["128", "64"])
+@pytest.mark.parametrize("ratio", [1, 2, 3, 4])
+@pytest.mark.parametrize("l2norm", [False, True])
+def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm):
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
+    seqlens = [130, 0, 64, 1, 257, 63]
+    inp = make_inputs(seqlens, H=2, HV=2 * ratio, l2norm_in_kernel=l2norm, seed=ratio + 10 * l2norm)
+    o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
+    o_ref, ht_ref = oracle(inp, l2norm)
+    assert rel_l2(o, o_ref) < TOL
+    assert rel_l2(ht, ht_ref) < TOL
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_fixed_length_batch_and_no_initial_state(dtype):
+    inp = make_inputs([200, 200, 200], H=2, HV=4, dtype=dtype, h0=False, seed=3)
+    B, T = 3, 200
+    q, k = inp["q"].view(B, T, 2, 128), inp["k"].view(B, T, 2, 128)
+    v = inp["v"].view(B, T, 4, 128)
+    g, beta = inp["g"].view(B, T, 4), inp["beta"].view(B, T, 4)
+    o, ht = flashqla.chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
+    o_ref, ht_ref = reference.naive_recurrent_gated_delta_rule_f64(
+        q.double(), k.double(), v.double(), g.double(), beta.double(), output_final_state=True)
+    assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
+
+
+def test_long_sequence_strong_decay():
+    inp = make_inputs([4096 + 17], H=1, HV=2, seed=5)
+    o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    o_ref, ht_ref = oracle(inp, False)
+    assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
+
+
+def test_scale_is_a_runtime_value():
+    inp = make_inputs([100], H=1, HV=1, seed=7)
+    o1, _ = flashqla.chunk_gated_delta_rule(**inp, scale=0.5)
+    o2, _ = flashqla.chunk_gated_delta_rule(**inp, scale=0.25)
+    torch.testing.assert_close(o1.float() * 0.5, o2.float(), rtol=2e-2, atol=2e-3)
+
+
+def test_deterministic_bitwise():
+    inp = make_inputs([300, 700], H=2, HV=8, seed=11)
+    outs = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True) for _ in range(3)]
+    for o, ht in outs[1:]:
+        assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
+
+
+def test_cuda_graph_capture():
+    inp = make_inputs([300, 0, 129], H=2, HV=4, seed=13)
+    eager = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm up (loads binaries, fills the cu_seqlens cache)
+        flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(o, eager[0]) and torch.equal(ht, eager[1])
+
+
+def test_no_state_sized_intermediates():
+    inp = make_inputs([8192], H=4, HV=8, seed=17, h0=False)
+    flashqla.chunk_gated_delta_rule(**inp)  # warm up
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    flashqla.chunk_gated_delta_rule(**inp)
+    extra = torch.cuda.max_memory_allocated() - base
+    per_chunk_states = (8192 // 64) * 8 * 128 * 128 * 4
+    assert extra < per_chunk_states / 4, f"forward allocated {extra} bytes"
+
+
+def test_kkt_solve_matches_float64():
+    from flashqla.ops import chunk_offsets_for, kkt_solve
+
+    inp = make_inputs([100, 64, 3], H=2, HV=4, seed=19)
+    k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
+    a, _ = kkt_solve(k, beta, cu, chunk_offsets_for(cu), 4, False)
+    kd, bd = k.double(), beta.double()
+    for n in range(3):
+        s, e = int(cu[n]), int(cu[n + 1])
+        for c0 in range(s, e, 64):
+            c1 = min(c0 + 64, e)
+            for hv in range(4):
+                kc = kd[c0:c1, hv // 2]
+                L = torch.tril(bd[c0:c1, hv, None] * (kc @ kc.T), -1)
+                ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L) * bd[c0:c1, hv]
+                assert rel_l2(a[c0:c1, hv, : c1 - c0], ref) < TOL
