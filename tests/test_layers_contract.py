@@ -252,6 +252,21 @@ def test_kernelize_on_cpu_keeps_original(isolated_mapping):
     assert not any(f in OURS for f in _gdn_forwards(model))
 
 
+def test_from_pretrained_use_kernels_follows_train_eval(isolated_mapping, tmp_path):
+    """from_pretrained(..., use_kernels=True) after register() swaps the layers (here with the CPU
+    mapped, test only); model.train() re-kernelizes to transformers' forward (has_backward=False) and
+    model.eval() back to flashqla's."""
+    _tiny("qwen3_5").save_pretrained(tmp_path)
+    register(functions=False)
+    register(devices=["cpu"], functions=False)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, use_kernels=True).eval()
+    assert all(f in OURS for f in _gdn_forwards(model))
+    model.train()
+    assert not any(f in OURS for f in _gdn_forwards(model))
+    model.eval()
+    assert all(f in OURS for f in _gdn_forwards(model))
+
+
 # ------------------------------------------------------------------------------------------------
 # Offline sources: a local kernel repository (build/<variant>/) and an HF cache laid out as the hub
 # ------------------------------------------------------------------------------------------------
