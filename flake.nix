@@ -40,6 +40,8 @@
         paths = [
           cuda.cuda_nvcc
           cuda.cuda_cudart
+          (pkgs.lib.getDev cuda.cuda_cudart) # cuda_runtime.h
+          (pkgs.lib.getOutput "static" cuda.cuda_cudart) # libcudart_static.a (nvcc -cudart static)
           cuda.cuda_cccl
         ];
       };
@@ -64,6 +66,7 @@
       venv = ''
         if [ ! -x .venv-nix/bin/python ]; then
           ${python}/bin/python -m venv .venv-nix
+          printf '*\n' > .venv-nix/.gitignore
           .venv-nix/bin/pip install -q --upgrade pip
           .venv-nix/bin/pip install -q "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
           .venv-nix/bin/pip install -q "tilelang==0.1.15" "kernels==0.17.2" "transformers==5.22.2" \
