@@ -12,10 +12,12 @@ R=$OUT/r; mkdir -p "$R"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$R/nvidia-smi.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$R/versions.txt"
 git rev-parse HEAD 2>/dev/null | tee -a "$R/versions.txt"
+TESTS_OK=1
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  timeout 420 python tests/gpu_entry.py --out "$R/gpu_tests.json" --gpu-only 2>&1 | tee "$R/gpu_tests.log" | tail -40
+  timeout 420 python tests/gpu_entry.py --out "$R/gpu_tests.json" --gpu-only > "$R/gpu_tests.log" 2>&1 || TESTS_OK=0
+  grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu_tests.log" | tail -30
 fi
-if [ "$ROWS" != none ]; then
+if [ "$ROWS" != none ] && { [ "$TESTS_OK" = 1 ] || [ "${FORCE_BENCH:-0}" = 1 ]; }; then
   timeout 480 python benchmarks/run_prefill.py --rows "$ROWS" --libs "$LIBS" --rep "$REP" --out "$R/bench" 2>&1 | tee "$R/bench.log" | grep -v Warning | tail -40
 fi
 tar czf "$OUT/results.tar.gz" -C "$OUT" r && rm -rf "$R"

@@ -43,6 +43,9 @@ L2NORM_EPS = 1e-6
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 2,
                       state_regs: int = 240, output_regs: int = 160, producer_regs: int = 24):
+    # setmaxnreg: the launch cap is 65536 / 384 = 168 registers a thread; the state warpgroup grows to
+    # `state_regs` (inc), the output and producer warpgroups shrink (dec). .inc below the current count
+    # (or .dec above it) is an illegal instruction, so the direction follows from the cap.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
     assert V % BV == 0
@@ -126,6 +129,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.barrier_wait(full[st], (c // NS) % 2)
                     T.barrier_wait(h_used, (c + 1) % 2)
                     T.copy(s_f, h_s)
+                    T.fence_proxy_async()  # generic-proxy stores -> WG1's wgmma reads
                     T.barrier_arrive(h_ready)
                     T.gemm(k_s[st, :, :], h_s, u_f, clear_accum=True)
                     T.barrier_wait(gates_ready, c % 2)
@@ -139,6 +143,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.gemm(ag_s[st, :, :], w_s, u_f, clear_accum=True)
                     T.barrier_wait(vn_used, (c + 1) % 2)
                     T.copy(u_f, vn_s)
+                    T.fence_proxy_async()
                     T.barrier_arrive(vn_ready)
                     if use_l2norm:
                         for i, j in T.Parallel(C, BV):
@@ -155,7 +160,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             elif tx < 256:
                 # ------------------------------------------------------------- WG1: gates and output
-                T.set_max_nreg(output_regs, 1)
+                T.set_max_nreg(output_regs, 0)  # below the launch cap (65536 / 384 = 168): a decrease
                 for c in T.serial(n_chunks):
                     st = c % NS
                     t0 = seq_start + c * C
@@ -175,6 +180,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[i] - gc_s[j]) * LOG2E), 0.0)
                     for i, j in T.Parallel(C, C):
                         ag_s[st, i, j] = a_s[st, i, j] * ga_f[i, j]
+                    T.fence_proxy_async()
                     T.barrier_arrive(ag_ready)
                     T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
                     if use_l2norm:

@@ -63,6 +63,24 @@ def _needs_kernels():
         pytest.skip(why)
 
 
+def test_kkt_solve_matches_float64():
+    from flashqla.ops import chunk_offsets_for, kkt_solve
+
+    inp = make_inputs([100, 64, 3], H=2, HV=4, seed=19)
+    k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
+    a, _ = kkt_solve(k, beta, cu, chunk_offsets_for(cu), 4, False)
+    kd, bd = k.double(), beta.double()
+    for n in range(3):
+        s, e = int(cu[n]), int(cu[n + 1])
+        for c0 in range(s, e, 64):
+            c1 = min(c0 + 64, e)
+            for hv in range(4):
+                kc = kd[c0:c1, hv // 2]
+                L = torch.tril(bd[c0:c1, hv, None] * (kc @ kc.T), -1)
+                ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L) * bd[c0:c1, hv]
+                assert rel_l2(a[c0:c1, hv, : c1 - c0], ref) < TOL
+
+
 @pytest.mark.parametrize("block_v", ["128", "64"])
 @pytest.mark.parametrize("ratio", [1, 2, 3, 4])
 @pytest.mark.parametrize("l2norm", [False, True])
@@ -136,21 +154,3 @@ def test_no_state_sized_intermediates():
     extra = torch.cuda.max_memory_allocated() - base
     per_chunk_states = (8192 // 64) * 8 * 128 * 128 * 4
     assert extra < per_chunk_states / 4, f"forward allocated {extra} bytes"
-
-
-def test_kkt_solve_matches_float64():
-    from flashqla.ops import chunk_offsets_for, kkt_solve
-
-    inp = make_inputs([100, 64, 3], H=2, HV=4, seed=19)
-    k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
-    a, _ = kkt_solve(k, beta, cu, chunk_offsets_for(cu), 4, False)
-    kd, bd = k.double(), beta.double()
-    for n in range(3):
-        s, e = int(cu[n]), int(cu[n + 1])
-        for c0 in range(s, e, 64):
-            c1 = min(c0 + 64, e)
-            for hv in range(4):
-                kc = kd[c0:c1, hv // 2]
-                L = torch.tril(bd[c0:c1, hv, None] * (kc @ kc.T), -1)
-                ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L) * bd[c0:c1, hv]
-                assert rel_l2(a[c0:c1, hv, : c1 - c0], ref) < TOL
