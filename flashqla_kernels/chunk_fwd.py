@@ -38,6 +38,7 @@ import tilelang.language as T
 
 LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
+OUTPUT_WG_BARRIER = 12  # named barrier id for the output warpgroup (TileLang's own syncs use low ids)
 
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
@@ -175,6 +176,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         gam_s[st, i] = T.exp2(gc_s[i] * LOG2E)
                         dec_s[st, i] = T.exp2((gc_s[C - 1] - gc_s[i]) * LOG2E)
                     T.barrier_arrive(gates_ready)
+                    # the cumsum ran on C of this warpgroup's threads; all 128 read it below
+                    T.sync_threads(OUTPUT_WG_BARRIER, 128)
                     for i, j in T.Parallel(C, C):
                         ga_f[i, j] = T.if_then_else(
                             (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[i] - gc_s[j]) * LOG2E), 0.0)
