@@ -152,5 +152,8 @@ def test_no_state_sized_intermediates():
     torch.cuda.reset_peak_memory_stats()
     flashqla.chunk_gated_delta_rule(**inp)
     extra = torch.cuda.max_memory_allocated() - base
-    per_chunk_states = (8192 // 64) * 8 * 128 * 128 * 4
-    assert extra < per_chunk_states / 4, f"forward allocated {extra} bytes"
+    T, HV = 8192, 8
+    needed = T * HV * 128 * 2 + T * HV * 64 * 2 + T * HV * 4  # o, the chunk inverses a, rk
+    per_chunk_states = (T // 64) * HV * 128 * 128 * 4         # what FLA's h would take
+    assert extra <= needed + (1 << 20), f"forward allocated {extra} bytes, expected about {needed}"
+    assert extra < per_chunk_states / 2
