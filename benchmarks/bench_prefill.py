@@ -63,12 +63,25 @@ def runner(lib: str):
     raise ValueError(lib)
 
 
+def time_kkt_solve(inp, rep):
+    """flashqla's first launch alone (the rest of the row's time is the fused kernel)."""
+    from flashqla.dispatch import packed_seqlens
+    from flashqla.ops import kkt_solve
+
+    q, k, beta = inp["q"][0], inp["k"][0], inp["beta"][0].float().contiguous()
+    cu, off = packed_seqlens(inp["cu_seqlens"], 1, q.shape[0], q.device)
+    HV = beta.shape[1]
+    return triton.testing.do_bench(lambda: kkt_solve(k, beta, cu, off, HV, False), warmup=25, rep=rep,
+                                   return_mode="median")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--rows", default="quick")
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
+    ap.add_argument("--breakdown", action="store_true", help="flashqla: also time kkt_solve alone")
     args = ap.parse_args()
     rows = QUICK if args.rows == "quick" else [(h, s) for h in HEAD_CONFIGS for s in SEQ_LAYOUTS]
     results = {"lib": args.lib, "device": torch.cuda.get_device_name(), "kind": device_kind(),
@@ -90,11 +103,13 @@ def main():
             run(inp)
             torch.cuda.synchronize()
             row["ms"] = triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median")
+            if args.lib == "flashqla" and args.breakdown:
+                row["kkt_solve_ms"] = time_kkt_solve(inp, args.rep)
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             traceback.print_exc()
         results["rows"].append(row)
-        print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))}", flush=True)
+        print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}", flush=True)
         del inp
         torch.cuda.empty_cache()
     json.dump(results, open(args.out, "w"), indent=1)

@@ -27,7 +27,7 @@ def main():
     for lib in args.libs.split(","):
         path = os.path.join(args.out, f"bench_{lib}.json")
         proc = subprocess.run([sys.executable, os.path.join(HERE, "bench_prefill.py"), "--lib", lib,
-                               "--rows", args.rows, "--out", path, "--rep", args.rep])
+                               "--rows", args.rows, "--out", path, "--rep", args.rep, "--breakdown"])
         if proc.returncode != 0 or not os.path.exists(path):
             per_lib[lib] = {"error": f"process exited with {proc.returncode}", "rows": []}
         else:
@@ -70,7 +70,10 @@ def main():
         n_pairs = len(SEQ_LAYOUTS[key[1]]) * HV
         if sp:
             speedups.append((key, sp, n_pairs))
-        merged.append({"head": key[0], "seqs": key[1], "flashqla_ms": ours, "best_peer_ms": best,
+        kkt = next((r.get("kkt_solve_ms") for r in per_lib["flashqla"]["rows"]
+                    if (r["head"], r["seqs"]) == key), None)
+        merged.append({"head": key[0], "seqs": key[1], "flashqla_ms": ours, "flashqla_kkt_solve_ms": kkt,
+                       "best_peer_ms": best,
                        "best_peer": best_name, "speedup": sp, "floor_ms": floor_ms, "pairs": n_pairs,
                        **{f"{p}_ms": ms(p, key)[0] for p in peers}})
         table.append(f"| {key[0]} ({H}/{HV}) | {key[1]} | " + " | ".join(cells) +

@@ -16,8 +16,9 @@ exp(G_r - G_s) elementwise, which equals inverting the gated matrix (D (I+L)^-1 
 
 Tile plan: one CTA of `threads` threads per (chunk, value head). K chunk [C, K] arrives by TMA, K K^T is one
 wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32, and the unit lower
-triangular system is solved by forward substitution with one thread per column of the inverse, the column
-kept in registers (fp32, C steps, no barriers). The grid is sized from shapes alone
+triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
+(one thread per column, in registers), then two merge levels (16 -> 32 -> 64) that each form
+X21 = -X22 (L21 X11) with all threads on the CUDA cores. Only the lower triangle of x_s is ever read. The grid is sized from shapes alone
 (T // C + N + 1 chunk slots): no host synchronisation is needed to launch it.
 """
 
@@ -32,7 +33,26 @@ LOG2E = 1.4426950408889634
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                       chunk_size: int = 64, threads: int = 128):
     K, C = head_dim_k, chunk_size
+    SUB = C // 4  # diagonal block size of the blocked inverse
     assert threads >= C and threads % 128 == 0
+
+    @T.macro
+    def merge_level(l_s, x_s, t_s, t_f, x_f, bs):
+        """Inverse of each 2bs x 2bs diagonal block from its two bs x bs diagonal inverses:
+        for block p (rows/cols 2bs p ...): X21 = -X22 (L21 X11), two bs^3 products per block."""
+        nb = C // (2 * bs)
+        T.clear(t_f)
+        for kk in T.serial(bs):
+            for p, i, j in T.Parallel(nb, bs, bs):
+                t_f[p, i, j] += l_s[2 * bs * p + bs + i, 2 * bs * p + kk] * x_s[2 * bs * p + kk, 2 * bs * p + j]
+        for p, i, j in T.Parallel(nb, bs, bs):
+            t_s[p * bs + i, j] = t_f[p, i, j]
+        T.clear(x_f)
+        for kk in T.serial(bs):
+            for p, i, j in T.Parallel(nb, bs, bs):
+                x_f[p, i, j] -= x_s[2 * bs * p + bs + i, 2 * bs * p + bs + kk] * t_s[p * bs + kk, j]
+        for p, i, j in T.Parallel(nb, bs, bs):
+            x_s[2 * bs * p + bs + i, 2 * bs * p + j] = x_f[p, i, j]
     num_tokens = T.dynamic("num_tokens")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
@@ -53,7 +73,13 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_di
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             kk_f = T.alloc_fragment((C, C), "float32")
-            col = T.alloc_local((C,), "float32")
+            x_s = T.alloc_shared((C, C), "float32")
+            t_s = T.alloc_shared((C // 2, C // 2), "float32")
+            t16_f = T.alloc_fragment((2, SUB, SUB), "float32")
+            x16_f = T.alloc_fragment((2, SUB, SUB), "float32")
+            t32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
+            x32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
+            col = T.alloc_local((SUB,), "float32")
             lo = T.alloc_var("int32")
             hi = T.alloc_var("int32")
             mid = T.alloc_var("int32")
@@ -92,15 +118,23 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_di
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i], 0.0)
                 T.copy(kk_f, l_s)
-                # forward substitution: thread j owns column j of (I + L)^-1
+                T.clear(x_s)  # the merges read whole diagonal blocks: their upper triangles must be 0
+                # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
                 if tx < C:
-                    for r in T.unroll(C):
-                        col[r] = T.if_then_else(r == tx, 1.0, 0.0)
-                        for s in T.unroll(C):
-                            if s < r:
-                                col[r] = col[r] - l_s[r, s] * col[s]
-                    for r in T.unroll(C):
-                        if t0 + r < t_end:
-                            a[t0 + r, hv, tx] = T.cast(col[r] * beta_s[tx], dtype)
+                    blk = tx // SUB
+                    cj = tx % SUB
+                    for r in T.unroll(SUB):
+                        col[r] = T.if_then_else(r == cj, 1.0, 0.0)
+                        for s_ in T.unroll(SUB):
+                            if s_ < r:
+                                col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
+                    for r in T.unroll(SUB):
+                        x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+                # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
+                merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
+                merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
+                for i, j in T.Parallel(C, C):
+                    if t0 + i < t_end:
+                        a[t0 + i, hv, j] = T.cast(T.if_then_else(j <= i, x_s[i, j], 0.0) * beta_s[j], dtype)
 
     return kkt_solve
