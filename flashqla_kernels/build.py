@@ -60,6 +60,12 @@ def build_binaries(out_dir: Path, only: str | None = None, jobs: int = 1) -> dic
                     e = f.result()
                     bar.step(s.name)
                     entries[e["name"]] = e
+    current = {s.name for s in all_specs()}
+    for name in [n for n in entries if n not in current]:  # specialisations no longer in the table
+        del entries[name]
+    for f in out_dir.iterdir():
+        if f.suffix in (".so", ".cu") and f.stem not in current:
+            f.unlink()
     manifest = {"format": MANIFEST_FORMAT, "arch": "sm_90a", "kernels": entries}
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest

@@ -30,11 +30,41 @@ L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
 
 
-def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
-                      chunk_size: int = 64, threads: int = 128):
+def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
+                      head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128):
+    """merge: "regs" (register-tiled block products, default) or "smem" (fragment products, v2)."""
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
-    assert threads >= C and threads % 128 == 0
+    assert threads == 128 and C == 64, "the register-tiled merge maps exactly 128 threads onto 64 x 64"
+
+    @T.macro
+    def merge_level_regs(l_s, x_s, t_s, acc, tx, bs):
+        """Same products as merge_level, register-tiled: each thread owns an RB x CB tile of the result,
+        so each step over kk loads RB + CB values for RB * CB FMAs (shared-memory loads were the limit)."""
+        RB = 2
+        CB = 4 if bs == 32 else 2
+        per_row = bs // CB
+        tpb = (bs // RB) * per_row  # threads per diagonal block: 64 (bs=16, 2 blocks) or 128 (bs=32)
+        p = tx // tpb
+        r0 = ((tx % tpb) // per_row) * RB
+        c0 = ((tx % tpb) % per_row) * CB
+        o = 2 * bs * p
+        for a_, b_ in T.grid(RB, CB):
+            acc[a_, b_] = 0.0
+        for kk in T.serial(bs):
+            for a_, b_ in T.grid(RB, CB):
+                acc[a_, b_] += l_s[o + bs + r0 + a_, o + kk] * x_s[o + kk, o + c0 + b_]
+        for a_, b_ in T.grid(RB, CB):
+            t_s[p * bs + r0 + a_, c0 + b_] = acc[a_, b_]
+        T.sync_threads()
+        for a_, b_ in T.grid(RB, CB):
+            acc[a_, b_] = 0.0
+        for kk in T.serial(bs):
+            for a_, b_ in T.grid(RB, CB):
+                acc[a_, b_] -= x_s[o + bs + r0 + a_, o + bs + kk] * t_s[p * bs + kk, c0 + b_]
+        for a_, b_ in T.grid(RB, CB):
+            x_s[o + bs + r0 + a_, o + c0 + b_] = acc[a_, b_]
+        T.sync_threads()
 
     @T.macro
     def merge_level(l_s, x_s, t_s, t_f, x_f, bs):
@@ -80,6 +110,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_di
             t32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             x32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             col = T.alloc_local((SUB,), "float32")
+            acc_r = T.alloc_local((2, 4), "float32")
             lo = T.alloc_var("int32")
             hi = T.alloc_var("int32")
             mid = T.alloc_var("int32")
@@ -131,8 +162,13 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_di
                     for r in T.unroll(SUB):
                         x_s[blk * SUB + r, blk * SUB + cj] = col[r]
                 # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
-                merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
-                merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
+                if merge == "regs":
+                    T.sync_threads()
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
+                else:
+                    merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
+                    merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
                 for i, j in T.Parallel(C, C):
                     if t0 + i < t_end:
                         a[t0 + i, hv, j] = T.cast(T.if_then_else(j <= i, x_s[i, j], 0.0) * beta_s[j], dtype)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 DTYPES = ("bfloat16", "float16")
 HEAD_DIM = 128
+KKT_MERGES = ("regs", "smem")  # kkt_solve block-merge variants (see kkt_solve.py); "regs" is the default
 CHUNK = 64
 
 
@@ -39,7 +40,8 @@ def make_spec(kernel: str, **params) -> Spec:
 
 
 def kkt_solve_specs() -> list[Spec]:
-    return [make_spec("kkt_solve", dtype=d, use_l2norm=l2) for d in DTYPES for l2 in (False, True)]
+    return [make_spec("kkt_solve", dtype=d, use_l2norm=l2, merge=m)
+            for d in DTYPES for l2 in (False, True) for m in KKT_MERGES]
 
 
 def chunk_fwd_specs() -> list[Spec]:

@@ -63,8 +63,12 @@ def _needs_kernels():
         pytest.skip(why)
 
 
-def test_kkt_solve_matches_float64():
+@pytest.mark.parametrize("merge", ["regs", "smem"])
+def test_kkt_solve_matches_float64(monkeypatch, merge):
+    from flashqla import ops
     from flashqla.ops import chunk_offsets_for, kkt_solve
+
+    monkeypatch.setattr(ops, "KKT_MERGE", merge)
 
     inp = make_inputs([100, 64, 3], H=2, HV=4, seed=19)
     k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]

@@ -84,7 +84,7 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     cu = cu_seqlens.to(torch.int32).contiguous()
     off = _chunk_offsets(cu)
     key = id(cu_seqlens)
-    _CU_CACHE[key] = (weakref.ref(cu_seqlens, lambda _r, key=key: _CU_CACHE.pop(key, None)),
+    _CU_CACHE[key] = (weakref.ref(cu_seqlens, lambda _r, key=key, cache=_CU_CACHE: cache.pop(key, None)),
                       cu_seqlens._version, cu, off)
     return cu, off
 

@@ -19,6 +19,8 @@ from . import loader
 CHUNK = 64
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
+# Block-merge variant of kkt_solve ("regs": register-tiled, default; "smem": the earlier fragment version).
+KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "regs")
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -71,7 +73,7 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, cu_seqlens: torch.Tensor, chu
     rk = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
     if T == 0:
         return a, rk
-    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm)
+    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
     _launch(b, k.device, k=k, beta=beta, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a, rk=rk,
             num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, num_seqs_p1=cu_seqlens.numel())
     return a, rk
