@@ -23,6 +23,6 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu_tests.log" | tail -30
 fi
 if [ "$ROWS" != none ] && { [ "$TESTS_OK" = 1 ] || [ "${FORCE_BENCH:-0}" = 1 ]; }; then
-  timeout 480 python benchmarks/run_prefill.py --rows "$ROWS" --libs "$LIBS" --rep "$REP" --out "$R/bench" 2>&1 | tee "$R/bench.log" | grep -v Warning | tail -40
+  timeout ${BENCH_TIMEOUT:-480} python benchmarks/run_prefill.py --rows "$ROWS" --libs "$LIBS" --rep "$REP" --out "$R/bench" 2>&1 | tee "$R/bench.log" | grep -v Warning | tail -40
 fi
 tar czf "$OUT/results.tar.gz" -C "$OUT" r && rm -rf "$R"
