@@ -32,10 +32,16 @@ def main():
             per_lib[lib] = {"error": f"process exited with {proc.returncode}", "rows": []}
         else:
             per_lib[lib] = json.load(open(path))
-    import torch
+    report(per_lib, args.out)
 
-    from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, floor_seconds
-    kind = device_kind()
+
+def report(per_lib: dict, out_dir: str) -> dict:
+    """Merge per-library results into the markdown table, prefill.json and the speedup plot."""
+    from grid import HEAD_CONFIGS, SEQ_LAYOUTS, floor_seconds
+
+    devices = {d.get("device") for d in per_lib.values() if d.get("device")}
+    device = ", ".join(sorted(devices))
+    kind = "H200" if "H200" in device else "H100"
     keys = []
     for r in per_lib.get("flashqla", {}).get("rows", []):
         keys.append((r["head"], r["seqs"]))
@@ -49,7 +55,7 @@ def main():
     def ms(lib, key):
         d = per_lib.get(lib, {})
         if "error" in d and not d.get("rows"):
-            return None, "cannot run"
+            return None, "not run" if d["error"] == "not run" else "cannot run"
         for r in d.get("rows", []):
             if (r["head"], r["seqs"]) == key:
                 return (r["ms"], None) if "ms" in r else (None, "failed")
@@ -84,15 +90,15 @@ def main():
                      f" | {ours} | {best} | - | {floor_ms:.3f} | - | - |")
     full = [s for k, s, n in speedups if n >= 64]
     summary = {
-        "device": torch.cuda.get_device_name(), "kind": kind,
+        "device": device, "kind": kind,
         "geomean_speedup_all": math.exp(sum(math.log(s) for _, s, _ in speedups) / len(speedups)) if speedups else None,
         "geomean_speedup_pairs_ge_64": math.exp(sum(math.log(s) for s in full) / len(full)) if full else None,
         "min_speedup_pairs_ge_64": min(full) if full else None,
         "libs": {lib: {k: v for k, v in d.items() if k != "rows"} for lib, d in per_lib.items()},
     }
-    json.dump({"summary": summary, "rows": merged}, open(os.path.join(args.out, "prefill.json"), "w"), indent=1)
+    json.dump({"summary": summary, "rows": merged}, open(os.path.join(out_dir, "prefill.json"), "w"), indent=1)
     md = "\n".join(table)
-    open(os.path.join(args.out, "prefill.md"), "w").write(md + "\n\n" + json.dumps(summary, indent=1) + "\n")
+    open(os.path.join(out_dir, "prefill.md"), "w").write(md + "\n\n" + json.dumps(summary, indent=1) + "\n")
     print(md)
     print(json.dumps(summary, indent=1))
     try:
@@ -105,9 +111,10 @@ def main():
         ax.axvline(1.0, color="k", lw=1)
         ax.set_xlabel(f"speedup of flashqla over the best peer ({summary['device']})")
         fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "prefill_speedup.png"), dpi=100)
+        fig.savefig(os.path.join(out_dir, "prefill_speedup.png"), dpi=100)
     except Exception as e:  # plotting must not lose the numbers
         print("plot failed:", e)
+    return summary
 
 
 if __name__ == "__main__":
