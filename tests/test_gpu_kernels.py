@@ -161,3 +161,10 @@ def test_no_state_sized_intermediates():
     per_chunk_states = (T // 64) * HV * 128 * 128 * 4         # what FLA's h would take
     assert extra <= needed + (1 << 20), f"forward allocated {extra} bytes, expected about {needed}"
     assert extra < per_chunk_states / 2
+
+
+def test_bad_cu_seqlens_on_gpu_raise():
+    inp = make_inputs([100, 50], H=1, HV=2, seed=23)
+    inp["cu_seqlens"] = torch.tensor([0, 160, 150], dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        flashqla.chunk_gated_delta_rule(**inp)

@@ -68,7 +68,8 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     """(cu_seqlens int32, chunk_offsets int32) on the device, cached: no host sync, no recompute.
 
     Packed varlen: cached per cu_seqlens tensor object (held weakly) and its version counter, so an
-    in-place edit or a new tensor recomputes. Fixed length: cached per (B, T, device).
+    in-place edit or a new tensor recomputes; a new tensor's values are checked once (one host sync,
+    skipped while a CUDA graph is being captured). Fixed length: cached per (B, T, device).
     """
     if cu_seqlens is None:
         key = (B, T, str(device))
@@ -81,6 +82,13 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     hit = _CU_CACHE.get(id(cu_seqlens))
     if hit is not None and hit[0]() is cu_seqlens and hit[1] == cu_seqlens._version:
         return hit[2], hit[3]
+    capturing = cu_seqlens.is_cuda and torch.cuda.is_current_stream_capturing()
+    if not capturing:
+        # once per cu_seqlens tensor (one sync, then cached): bad offsets would make the kernels read
+        # and write out of bounds. Under graph capture the tensor must have been seen once before.
+        from .validation import _check_cu_seqlens_values, cu_seqlens_host
+
+        _check_cu_seqlens_values(cu_seqlens_host(cu_seqlens), T)
     cu = cu_seqlens.to(torch.int32).contiguous()
     off = _chunk_offsets(cu)
     key = id(cu_seqlens)

@@ -17,6 +17,9 @@ import torch
 from . import loader
 
 CHUNK = 64
+# One op namespace per loaded copy of the package: the hub loader imports it under an id such as
+# "_flashqla_cuda_<hash>", so a pip install and a hub copy in one process register distinct ops.
+_NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 # Block-merge variant of kkt_solve ("regs": register-tiled, default; "smem": the earlier fragment version).
@@ -61,7 +64,7 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
 
 
 # --------------------------------------------------------------------------------------------- kkt_solve
-@torch.library.custom_op("flashqla::kkt_solve", mutates_args=())
+@torch.library.custom_op(f"{_NS}::kkt_solve", mutates_args=())
 def kkt_solve(k: torch.Tensor, beta: torch.Tensor, cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
               num_v_heads: int, use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta) per chunk; rk = 1/||k|| (l2norm only).
@@ -86,7 +89,7 @@ def _(k, beta, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
-@torch.library.custom_op("flashqla::chunk_fwd", mutates_args=())
+@torch.library.custom_op(f"{_NS}::chunk_fwd", mutates_args=())
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
               scale: float, use_l2norm: bool, output_final_state: bool,

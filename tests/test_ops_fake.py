@@ -1,0 +1,48 @@
+"""CPU tests of the op layer: fake implementations (torch.compile / meta shapes) and the cu_seqlens cache."""
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from flashqla import dispatch, ops
+
+
+def test_chunk_fwd_fake_shapes():
+    with FakeTensorMode():
+        T, H, HV = 300, 2, 8
+        q = torch.empty(T, H, 128, dtype=torch.bfloat16)
+        v = torch.empty(T, HV, 128, dtype=torch.bfloat16)
+        g = torch.empty(T, HV)
+        cu = torch.empty(4, dtype=torch.int32)
+        o, ht = ops.chunk_fwd(q, q, v, g, g, None, cu, cu, 0.1, False, True, 128)
+        assert o.shape == (T, HV, 128) and o.dtype == torch.bfloat16
+        assert ht.shape == (3, HV, 128, 128) and ht.dtype == torch.float32
+        o, ht = ops.chunk_fwd(q, q, v, g, g, None, cu, cu, 0.1, True, False, 64)
+        assert ht.numel() == 0
+
+
+def test_kkt_solve_fake_shapes():
+    with FakeTensorMode():
+        k = torch.empty(100, 2, 128, dtype=torch.float16)
+        beta = torch.empty(100, 6)
+        cu = torch.empty(3, dtype=torch.int32)
+        a, rk = ops.kkt_solve(k, beta, cu, cu, 6, True)
+        assert a.shape == (100, 6, 64) and a.dtype == torch.float16 and rk.shape == (100, 6)
+
+
+def test_chunk_offsets():
+    cu = torch.tensor([0, 0, 64, 65, 200], dtype=torch.int32)
+    assert ops.chunk_offsets_for(cu).tolist() == [0, 0, 1, 2, 5]
+
+
+def test_packed_seqlens_cached_and_checked():
+    cu = torch.tensor([0, 100, 164], dtype=torch.int64)
+    a = dispatch.packed_seqlens(cu, 1, 164, cu.device)
+    b = dispatch.packed_seqlens(cu, 1, 164, cu.device)
+    assert a[0] is b[0] and a[0].dtype == torch.int32 and a[1].tolist() == [0, 2, 3]
+    cu.add_(0)  # an in-place write invalidates the cache entry
+    assert dispatch.packed_seqlens(cu, 1, 164, cu.device)[0] is not a[0]
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        dispatch.packed_seqlens(torch.tensor([0, 120, 100, 164]), 1, 164, "cpu")
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        dispatch.packed_seqlens(torch.tensor([0, 100, 150]), 1, 164, "cpu")
