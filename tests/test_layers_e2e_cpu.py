@@ -96,22 +96,25 @@ def _is_gdn(module) -> bool:
 _BUILT: dict = {}
 
 
+def init_gdn_decay(model):
+    """Long-memory decay in every GDN layer: A in [0.1, 1], softplus(dt_bias) ~ 0.007 .. 0.13."""
+    gen = torch.Generator().manual_seed(99)
+    with torch.no_grad():
+        for m in model.modules():
+            if _is_gdn(m):
+                hv = m.A_log.numel()
+                m.A_log.copy_(torch.empty(hv).uniform_(0.1, 1.0, generator=gen).log())
+                m.dt_bias.copy_(torch.empty(hv).uniform_(-5.0, -2.0, generator=gen))
+    return model
+
+
 def build(family: str, dtype: torch.dtype):
     """A tiny random model in eval mode (cached per family and dtype; tests deepcopy before swapping)."""
     key = (family, dtype)
     if key not in _BUILT:
         config, cls = _config(family)
         torch.manual_seed(1234)
-        model = cls(config)
-        gen = torch.Generator().manual_seed(99)
-        with torch.no_grad():
-            for m in model.modules():
-                if _is_gdn(m):
-                    hv = m.A_log.numel()
-                    # decay rate A in [0.1, 1], dt_bias so that softplus(dt_bias) ~ 0.007 .. 0.13
-                    a = torch.empty(hv).uniform_(0.1, 1.0, generator=gen)
-                    m.A_log.copy_(a.log())
-                    m.dt_bias.copy_(torch.empty(hv).uniform_(-5.0, -2.0, generator=gen))
+        model = init_gdn_decay(cls(config))
         _BUILT[key] = model.to(dtype).eval()
     return _BUILT[key]
 

@@ -15,7 +15,7 @@ import torch
 
 import flashqla
 import flashqla.ops as fops
-from test_layers_e2e_cpu import FAMILIES, _is_gdn, mean_err, runs_flashqla
+from test_layers_e2e_cpu import FAMILIES, init_gdn_decay, mean_err, runs_flashqla
 
 pytestmark = pytest.mark.gpu
 
@@ -36,15 +36,7 @@ def _model(family):
     else:
         cfg, cls = transformers.Qwen3NextConfig(**common, **moe, decoder_sparse_step=1), transformers.Qwen3NextForCausalLM
     torch.manual_seed(1234)
-    m = cls(cfg)
-    gen = torch.Generator().manual_seed(99)
-    with torch.no_grad():
-        for mod in m.modules():
-            if _is_gdn(mod):
-                hv = mod.A_log.numel()
-                mod.A_log.copy_(torch.empty(hv).uniform_(0.1, 1.0, generator=gen).log())
-                mod.dt_bias.copy_(torch.empty(hv).uniform_(-5.0, -2.0, generator=gen))
-    return m.eval()
+    return init_gdn_decay(cls(cfg)).eval()
 
 
 @pytest.fixture(autouse=True)
