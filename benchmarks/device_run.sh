@@ -22,6 +22,9 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 420 python tests/gpu_entry.py --out "$R/gpu_tests.json" --gpu-only > "$R/gpu_tests.log" 2>&1 || TESTS_OK=0
   grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu_tests.log" | tail -30
 fi
+if [ "${ACCURACY:-0}" = 1 ]; then
+  timeout 300 python benchmarks/accuracy.py --out "$R/accuracy.json" 2>&1 | grep -v Warning | tail -5
+fi
 if [ "$ROWS" != none ] && { [ "$TESTS_OK" = 1 ] || [ "${FORCE_BENCH:-0}" = 1 ]; }; then
   timeout ${BENCH_TIMEOUT:-480} python benchmarks/run_prefill.py --rows "$ROWS" --libs "$LIBS" --rep "$REP" --out "$R/bench" 2>&1 | tee "$R/bench.log" | grep -v Warning | tail -40
 fi
