@@ -168,3 +168,9 @@ def test_bad_cu_seqlens_on_gpu_raise():
     inp["cu_seqlens"] = torch.tensor([0, 160, 150], dtype=torch.int32, device="cuda")
     with pytest.raises(ValueError, match="cu_seqlens"):
         flashqla.chunk_gated_delta_rule(**inp)
+
+
+def test_all_sequences_empty():
+    inp = make_inputs([0, 0], H=1, HV=2, seed=29)
+    o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    assert o.shape == (1, 0, 2, 128) and torch.equal(ht, inp["initial_state"])

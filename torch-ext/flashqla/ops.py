@@ -107,6 +107,10 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     ht = _empty(*((N, HV, K, V) if output_final_state else (0,)), dtype=torch.float32, device=v.device)
     if N == 0:
         return o, ht
+    if T == 0:  # every sequence is empty: no tokens to launch over (TMA maps cannot have a zero extent)
+        if output_final_state:
+            ht.copy_(initial_state) if initial_state is not None else ht.zero_()
+        return o, ht
     a, rk = kkt_solve(k, beta, cu_seqlens, chunk_offsets, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
