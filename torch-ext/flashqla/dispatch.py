@@ -20,6 +20,7 @@ HEAD_DIM = 128
 _KERNEL_DTYPES = (torch.bfloat16, torch.float16)
 _CU_CACHE: dict[int, tuple] = {}
 _FIXED_CACHE: dict[tuple, tuple] = {}
+_FIXED_CACHE_SIZE = 64
 
 
 def device_supported(device: torch.device) -> tuple[bool, str]:
@@ -65,7 +66,7 @@ def _chunk_offsets(cu32: torch.Tensor) -> torch.Tensor:
 
 
 def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(cu_seqlens int32, chunk_offsets int32) on the device, cached: no host sync, no recompute.
+    """(cu_seqlens int32, chunk_offsets int32) on the device, cached: no host sync once a tensor is known.
 
     Packed varlen: cached per cu_seqlens tensor object (held weakly) and its version counter, so an
     in-place edit or a new tensor recomputes; a new tensor's values are checked once (one host sync,
@@ -77,6 +78,8 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
         if hit is None:
             cu = torch.arange(0, (B + 1) * T, T, dtype=torch.int32, device=device)[: B + 1]
             hit = (cu, _chunk_offsets(cu))
+            if len(_FIXED_CACHE) >= _FIXED_CACHE_SIZE:  # bounded: many distinct (B, T) must not leak
+                _FIXED_CACHE.pop(next(iter(_FIXED_CACHE)))
             _FIXED_CACHE[key] = hit
         return hit
     hit = _CU_CACHE.get(id(cu_seqlens))
