@@ -5,14 +5,7 @@ set -uo pipefail
 ROWS=${1:-quick}
 LIBS=${2:-flashqla,flash_qla,fla}
 REP=${3:-200}
-if [ -f .device/bootstrap.sh ]; then
-  source .device/bootstrap.sh
-else  # a later call of a warm machine: the bundle (and FlashInfer, if sent) is already in /tmp/site
-  export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=/tmp/tilelang-cache
-fi
-[ -d /tmp/site/nvidia_cutlass_dsl/dsl_packages ] && export PYTHONPATH=/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PYTHONPATH
-export PYTHONPATH=$PWD/torch-ext:$PYTHONPATH
-export FLASHQLA_BINARIES_DIR=$PWD/build/torch-cuda/_binaries
+source benchmarks/device_env.sh
 R=$OUT/r; mkdir -p "$R"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$R/nvidia-smi.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$R/versions.txt"

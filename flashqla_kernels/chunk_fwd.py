@@ -25,8 +25,8 @@ Rows past the end of a sequence get g = 0 and a zero Gamma row: they add nothing
 Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroups (`threads` = 384):
     WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,
                    S = gamma_last S + K^T (d Vn)                     -- the serial chain across chunks
-    WG1 "output" : chunk cumsum and gates, A~ = A (.) Gamma (to shared), P = Q K^T (.) Gamma,
-                   O = gamma Q S + P Vn, masked store of O          -- overlaps WG0's chain
+    WG1 "output" : chunk cumsum and gates, A~ = A (.) Gamma (to shared), Q S (first, to free h_s early),
+                   P = Q K^T (.) Gamma, O = gamma Q S + P Vn, masked store of O   -- overlaps WG0's chain
     WG2 producer : one warp loads q, k, v, a (TMA) and g, rk into `num_stages` shared stages.
 Every product is a wgmma from shared memory with fp32 accumulation; mbarriers hand stages and
 intermediates between warpgroups; w/u, the deltas and the per-chunk states never leave the SM.
@@ -185,6 +185,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         ag_s[st, i, j] = a_s[st, i, j] * ga_f[i, j]
                     T.fence_proxy_async()
                     T.barrier_arrive(ag_ready)
+                    # Q S first: it frees h_s, which the state warpgroup overwrites at its next chunk
+                    T.barrier_wait(h_ready, c % 2)
+                    T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
+                    T.barrier_arrive(h_used)
                     T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
                     if use_l2norm:
                         for i, j in T.Parallel(C, K):
@@ -199,9 +203,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             rq_s[i] = scale
                         for i, j in T.Parallel(C, C):
                             p_s[i, j] = p_f[i, j] * ga_f[i, j] * scale
-                    T.barrier_wait(h_ready, c % 2)
-                    T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
-                    T.barrier_arrive(h_used)
                     for i, j in T.Parallel(C, BV):
                         o_f[i, j] = o_f[i, j] * (gam_s[st, i] * rq_s[i])
                     T.barrier_wait(vn_ready, c % 2)

@@ -32,7 +32,8 @@ LOG2E = 1.4426950408889634
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128):
-    """merge: "regs" (register-tiled block products, default) or "smem" (fragment products, v2)."""
+    """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
+    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3)."""
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
     assert threads == 128 and C == 64, "the register-tiled merge maps exactly 128 threads onto 64 x 64"
@@ -111,6 +112,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             x32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             col = T.alloc_local((SUB,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
+            m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             lo = T.alloc_var("int32")
             hi = T.alloc_var("int32")
             mid = T.alloc_var("int32")
@@ -166,6 +168,15 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     T.sync_threads()
                     merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
                     merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
+                elif merge == "tc":
+                    T.sync_threads()
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
+                    T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
+                    T.copy(m_f, t_s)
+                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], t_s, m_f, clear_accum=True)
+                    for i, j in T.Parallel(2 * SUB, 2 * SUB):
+                        x_s[2 * SUB + i, j] = -m_f[i, j]
                 else:
                     merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
                     merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 
 DTYPES = ("bfloat16", "float16")
 HEAD_DIM = 128
-KKT_MERGES = ("regs", "smem")  # kkt_solve block-merge variants (see kkt_solve.py); "regs" is the default
+KKT_MERGES = ("regs", "tc")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
 CHUNK = 64
+RECURRENT_BLOCK_VS = (32, 16)  # recurrent_fwd V blocks: 16 doubles the CTAs of small decode batches
 
 
 @dataclass(frozen=True)
 class Spec:
-    kernel: str                      # program name: "kkt_solve" | "chunk_fwd"
+    kernel: str                      # program name: "kkt_solve" | "chunk_fwd" | "recurrent_fwd"
     params: tuple = field(default=())  # sorted (key, value) pairs of static parameters
 
     @property
@@ -51,8 +52,21 @@ def chunk_fwd_specs() -> list[Spec]:
     ]
 
 
+def recurrent_fwd_specs() -> list[Spec]:
+    return [
+        make_spec("recurrent_fwd", dtype=d, use_l2norm=l2, block_v=bv)
+        for d in DTYPES for l2 in (False, True) for bv in RECURRENT_BLOCK_VS
+    ]
+
+
+def layer_specs() -> list[Spec]:
+    """The transformers layers' own kernels: the causal conv into q/k/v and the gated RMSNorm."""
+    return ([make_spec("conv_qkv", dtype=d, width=4) for d in DTYPES]
+            + [make_spec("gated_rmsnorm", dtype=d, dim=HEAD_DIM) for d in DTYPES])
+
+
 def all_specs() -> list[Spec]:
-    return kkt_solve_specs() + chunk_fwd_specs()
+    return kkt_solve_specs() + chunk_fwd_specs() + layer_specs() + recurrent_fwd_specs()
 
 
 def program_for(spec: Spec):
@@ -63,4 +77,13 @@ def program_for(spec: Spec):
     if spec.kernel == "chunk_fwd":
         from .chunk_fwd import chunk_fwd_program
         return chunk_fwd_program(**spec.kwargs())
+    if spec.kernel == "recurrent_fwd":
+        from .recurrent_fwd import recurrent_fwd_program
+        return recurrent_fwd_program(**spec.kwargs())
+    if spec.kernel == "conv_qkv":
+        from .conv_qkv import conv_qkv_program
+        return conv_qkv_program(**spec.kwargs())
+    if spec.kernel == "gated_rmsnorm":
+        from .gated_rmsnorm import gated_rmsnorm_program
+        return gated_rmsnorm_program(**spec.kwargs())
     raise KeyError(spec.kernel)

@@ -63,7 +63,7 @@ def _needs_kernels():
         pytest.skip(why)
 
 
-@pytest.mark.parametrize("merge", ["regs", "smem"])
+@pytest.mark.parametrize("merge", ["regs", "tc"])
 def test_kkt_solve_matches_float64(monkeypatch, merge):
     from flashqla import ops
     from flashqla.ops import chunk_offsets_for, kkt_solve

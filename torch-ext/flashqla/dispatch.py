@@ -18,9 +18,11 @@ from .warn import warn_once
 
 HEAD_DIM = 128
 _KERNEL_DTYPES = (torch.bfloat16, torch.float16)
+_DTYPE_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _CU_CACHE: dict[int, tuple] = {}
 _FIXED_CACHE: dict[tuple, tuple] = {}
 _FIXED_CACHE_SIZE = 64
+_MAX_GRID_Y = 65535  # CUDA's grid y limit: the kernels put sequences on grid y
 
 
 def device_supported(device: torch.device) -> tuple[bool, str]:
@@ -138,10 +140,49 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     return o.view(B, T, HV, V), (ht if output_final_state else None)
 
 
+def choose_recurrent_block_v(num_pairs: int, device: torch.device) -> int:
+    """V columns a decode CTA owns: 16 when 32-column CTAs (4 per (sequence, head)) would not cover
+    the SMs, else 32. The thread count is 4 per column either way; only the spread over SMs changes.
+
+    FLASHQLA_RECURRENT_BLOCK_V=32|16 forces a choice (tests and benchmarks use it to cover both binaries).
+    """
+    forced = os.environ.get("FLASHQLA_RECURRENT_BLOCK_V")
+    if forced:
+        return int(forced)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return 16 if num_pairs * (HEAD_DIM // 32) < sms else 32
+
+
 def try_recurrent_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
                           use_qk_l2norm_in_kernel, cu_seqlens):
-    """No decode kernel yet: CUDA calls run the reference recurrence (warned once)."""
-    if q.device.type == "cuda":
-        warn_once("recurrent", "flashqla: fused_recurrent_gated_delta_rule has no GPU kernel yet; "
-                               "running the pure-torch recurrence")
-    return None
+    """Run the token recurrence (decode) on the kernels, or return None to let the reference serve it."""
+    if q.device.type != "cuda":
+        return None
+    why = kernel_decline_reason(problem, q, k, v, g, beta, initial_state)
+    if why is None and problem.N > _MAX_GRID_Y:
+        why = f"{problem.N} sequences: the decode kernel's grid takes at most {_MAX_GRID_Y}"
+    if why is None:
+        from . import loader
+
+        block_v = choose_recurrent_block_v(problem.N * problem.HV, q.device)
+        if loader.find("recurrent_fwd", dtype=_DTYPE_NAMES[q.dtype], use_l2norm=bool(use_qk_l2norm_in_kernel),
+                       block_v=block_v) is None:
+            why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
+    if why is not None:
+        warn_once("recurrent:" + why, f"flashqla: fused_recurrent_gated_delta_rule runs on the reference: {why}")
+        return None
+    from .ops import recurrent_fwd
+
+    B, T, H, HV, K, V = problem.B, problem.T, problem.H, problem.HV, problem.K, problem.V
+    cu, _ = packed_seqlens(cu_seqlens, B, T, q.device)
+    h0 = None
+    if initial_state is not None:
+        h0 = initial_state.to(torch.float32).contiguous()
+    o, ht = recurrent_fwd(
+        q.reshape(B * T, H, K).contiguous(), k.reshape(B * T, H, K).contiguous(),
+        v.reshape(B * T, HV, V).contiguous(), g.reshape(B * T, HV).to(torch.float32).contiguous(),
+        beta.reshape(B * T, HV).to(torch.float32).contiguous(), h0, cu,
+        float(K ** -0.5 if scale is None else scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state),
+        block_v,
+    )
+    return o.view(B, T, HV, V), (ht if output_final_state else None)

@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import layer_kernels
 from .api import chunk_gated_delta_rule as _chunk_op
 from .api import fused_recurrent_gated_delta_rule as _recurrent_op
 from .reference import chunk_gated_delta_rule_ref as _chunk_ref
@@ -202,24 +203,34 @@ def _mixer(self, hidden_states, cache_params, attention_mask, kwargs, project):
         conv_state, recurrent_state = None, None
 
     mixed_qkv, z, b, a = project(self, hidden_states)
-    mixed_qkv = mixed_qkv.transpose(1, 2)  # [B, C, T]
-
-    weight = self.conv1d.weight.squeeze(1)
-    bias = self.conv1d.bias
-    if conv_state is not None and seq_len == 1 and not _recording_past(cache_params, self.layer_idx):
-        mixed_qkv = _conv_step(mixed_qkv, conv_state, weight, bias, self.activation)
-    elif cu_seqlens is not None:
-        mixed_qkv = _conv_packed(mixed_qkv, weight, bias, self.activation, cu_seqlens)
+    if cu_seqlens is not None:  # a no-op for a device tensor, so the op's per-tensor cache keeps hitting
+        cu_seqlens = cu_seqlens.to(device=mixed_qkv.device)
+        if cu_seqlens.dtype not in (torch.int32, torch.int64):
+            cu_seqlens = cu_seqlens.to(torch.int32)
+    decode_step = conv_state is not None and seq_len == 1
+    recording = cache_params is not None and _recording_past(cache_params, self.layer_idx)
+    fused = None
+    if not decode_step and not recording:  # prefill / continuation: one kernel for conv, SiLU and split
+        fused = layer_kernels.conv_qkv(self, mixed_qkv, cu_seqlens, cache_params)
+    if fused is not None:
+        query, key, value = fused
     else:
-        if cache_params is not None:
-            mixed_qkv = cache_params.update_conv_state(mixed_qkv, self.layer_idx,
-                                                       conv_kernel_size=self.conv_kernel_size)
-        mixed_qkv = _conv_full(mixed_qkv, weight, bias, self.activation)
-        if cache_params is not None:  # drop the cached left context
-            mixed_qkv = mixed_qkv[:, :, -seq_len:]
-
-    mixed_qkv = mixed_qkv.transpose(1, 2)
-    query, key, value = torch.split(mixed_qkv, [self.key_dim, self.key_dim, self.value_dim], dim=-1)
+        mixed_qkv = mixed_qkv.transpose(1, 2)  # [B, C, T]
+        weight = self.conv1d.weight.squeeze(1)
+        bias = self.conv1d.bias
+        if decode_step and not recording:
+            mixed_qkv = _conv_step(mixed_qkv, conv_state, weight, bias, self.activation)
+        elif cu_seqlens is not None:
+            mixed_qkv = _conv_packed(mixed_qkv, weight, bias, self.activation, cu_seqlens)
+        else:
+            if cache_params is not None:
+                mixed_qkv = cache_params.update_conv_state(mixed_qkv, self.layer_idx,
+                                                           conv_kernel_size=self.conv_kernel_size)
+            mixed_qkv = _conv_full(mixed_qkv, weight, bias, self.activation)
+            if cache_params is not None:  # drop the cached left context
+                mixed_qkv = mixed_qkv[:, :, -seq_len:]
+        mixed_qkv = mixed_qkv.transpose(1, 2)
+        query, key, value = torch.split(mixed_qkv, [self.key_dim, self.key_dim, self.value_dim], dim=-1)
     # H key heads for q and k (no repeat: the op maps value head j to key head j // (HV // H))
     query = query.reshape(batch_size, seq_len, self.num_k_heads, self.head_k_dim)
     key = key.reshape(batch_size, seq_len, self.num_k_heads, self.head_k_dim)
@@ -229,10 +240,6 @@ def _mixer(self, hidden_states, cache_params, attention_mask, kwargs, project):
     # fp32 so that an fp16 model cannot turn A into -inf
     g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)
 
-    if cu_seqlens is not None:
-        cu_seqlens = cu_seqlens.to(device=query.device)
-        if cu_seqlens.dtype not in (torch.int32, torch.int64):
-            cu_seqlens = cu_seqlens.to(torch.int32)
     decode = recurrent_state is not None and seq_len == 1
     core_attn_out, last_state = _gdn(
         query, key, value, g, beta,
@@ -247,7 +254,8 @@ def _mixer(self, hidden_states, cache_params, attention_mask, kwargs, project):
 
     core_attn_out = core_attn_out.reshape(-1, self.head_v_dim)
     z = z.reshape(-1, self.head_v_dim)
-    core_attn_out = self.norm(core_attn_out, z)
+    normed = layer_kernels.gated_rmsnorm(self.norm, core_attn_out, z)
+    core_attn_out = self.norm(core_attn_out, z) if normed is None else normed
     core_attn_out = core_attn_out.reshape(batch_size, seq_len, -1)
     return self.out_proj(core_attn_out)
 

@@ -22,8 +22,8 @@ CHUNK = 64
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
-# Block-merge variant of kkt_solve ("regs": register-tiled, default; "smem": the earlier fragment version).
-KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "regs")
+# Block-merge variant of kkt_solve ("tc": 32 -> 64 merge on tf32 tensor cores, default; "regs": all on CUDA cores).
+KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "tc")
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -131,3 +131,99 @@ def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets, scale, use_l2n
     o = v.new_empty(T, HV, V)
     ht = v.new_empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32)
     return o, ht
+
+
+# --------------------------------------------------------------------------------------------- recurrent_fwd
+@torch.library.custom_op(f"{_NS}::recurrent_fwd", mutates_args=())
+def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
+                  initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, scale: float,
+                  use_l2norm: bool, output_final_state: bool,
+                  block_v: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """GDN token recurrence (decode) on packed inputs, the state in registers.
+
+    q, k [T, H, 128], v [T, HV, 128] (bf16/fp16), g, beta [T, HV] fp32, initial_state [N, HV, 128, 128]
+    fp32 or None -> o [T, HV, 128] (v's dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when
+    output_final_state is False).
+    """
+    T, H, K = q.shape
+    HV, V = v.shape[1], v.shape[2]
+    N = cu_seqlens.numel() - 1
+    o = _empty(T, HV, V, dtype=v.dtype, device=v.device)
+    ht = _empty(*((N, HV, K, V) if output_final_state else (0,)), dtype=torch.float32, device=v.device)
+    if N == 0 or (T == 0 and not output_final_state):
+        return o, ht
+    # the kernel moves q, k (one lane's 8 rows), h0 and ht in 16-byte vectors: a view at an odd offset is copied
+    q, k, v = (t if t.data_ptr() % 16 == 0 else t.clone() for t in (q, k, v))
+    if initial_state is not None and initial_state.data_ptr() % 16 != 0:
+        initial_state = initial_state.clone()
+    # absent states are passed as a valid pointer that the kernel never touches (flags say so); with
+    # T == 0 the launch still runs, to copy h0 (or zeros) into ht for the empty sequences
+    unused = o if o.numel() else ht
+    h0 = initial_state if initial_state is not None else unused
+    ht_arg = ht if output_final_state else unused
+    flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
+    b = _binary("recurrent_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
+    _launch(b, v.device, q=q, k=k, v=v, g=g, beta=beta, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
+            scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
+            num_seqs_p1=cu_seqlens.numel())
+    return o, ht
+
+
+@recurrent_fwd.register_fake
+def _(q, k, v, g, beta, initial_state, cu_seqlens, scale, use_l2norm, output_final_state, block_v):
+    T, H, K = q.shape
+    HV, V = v.shape[1], v.shape[2]
+    N = cu_seqlens.shape[0] - 1
+    o = v.new_empty(T, HV, V)
+    ht = v.new_empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32)
+    return o, ht
+
+
+# --------------------------------------------------------------------------------------------- conv_qkv
+@torch.library.custom_op(f"{_NS}::conv_qkv", mutates_args=())
+def conv_qkv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], left: Optional[torch.Tensor],
+             cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
+             key_dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Causal depthwise conv + SiLU of packed x [T, 2*key_dim + value_dim] into contiguous q, k, v.
+
+    weight [C, W] and bias [C] (or None) in x's dtype; left [N, C, W-1] (or None: zeros) holds the inputs
+    before each sequence; no tap reaches across a sequence start. Returns q, k [T, key_dim], v [T, value_dim].
+    """
+    T, C = x.shape
+    W = weight.shape[1]
+    q = _empty(T, key_dim, dtype=x.dtype, device=x.device)
+    k = _empty(T, key_dim, dtype=x.dtype, device=x.device)
+    v = _empty(T, C - 2 * key_dim, dtype=x.dtype, device=x.device)
+    if T == 0:
+        return q, k, v
+    b = _binary("conv_qkv", dtype=_DTYPE_NAME[x.dtype], width=W)
+    flags = (1 if left is not None else 0) | (2 if bias is not None else 0)
+    _launch(b, x.device, x=x, w=weight, bias=bias if bias is not None else weight,
+            left=left if left is not None else x, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets,
+            q=q, k=k, v=v, flags=flags, num_tokens=T, num_ch=C, key_dim=key_dim, value_dim=C - 2 * key_dim,
+            num_seqs_p1=cu_seqlens.numel())
+    return q, k, v
+
+
+@conv_qkv.register_fake
+def _(x, weight, bias, left, cu_seqlens, chunk_offsets, key_dim):
+    T, C = x.shape
+    return x.new_empty(T, key_dim), x.new_empty(T, key_dim), x.new_empty(T, C - 2 * key_dim)
+
+
+# ----------------------------------------------------------------------------------------- gated_rmsnorm
+@torch.library.custom_op(f"{_NS}::gated_rmsnorm", mutates_args=())
+def gated_rmsnorm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """(weight * rmsnorm(x)) * silu(z) over rows of x, z [R, D] (x's dtype), rounding as transformers."""
+    R, D = x.shape
+    out = _empty(R, D, dtype=x.dtype, device=x.device)
+    if R == 0:
+        return out
+    b = _binary("gated_rmsnorm", dtype=_DTYPE_NAME[x.dtype], dim=D)
+    _launch(b, x.device, x=x, z=z, weight=weight, out=out, eps=float(eps), num_rows=R)
+    return out
+
+
+@gated_rmsnorm.register_fake
+def _(x, z, weight, eps):
+    return torch.empty_like(x)
