@@ -1,13 +1,17 @@
 """Prefill and decode through transformers' GDN layers at Qwen3.5-35B-A3B GDN sizes (issue 4's target).
 
-python benchmarks/bench_layers.py flashqla|fla T [--out r.json]
+python benchmarks/bench_layers.py flashqla|fla T [--out r.json] [--decode-only]
     fla: run with FLA_FLASH_QLA=0 for FLA's Triton kernels, or with flash_qla importable for FLA -> FlashQLA.
 A Qwen3.5 model of 4 GDN layers and one attention layer (hidden 2048, 16 key / 32 value heads, head dim 128, random weights,
 bf16). Prints, as one JSON line (medians, CUDA events):
     mixers_ms   the T-token prompt through the stack of GDN mixers (`layer.linear_attn`, with the input
                 norms and residuals between them): what the swap replaces, the issue's target
     model_ms    the whole model's prefill (adds the MLPs, norms and head, the same in every run)
-    decode_ms   one decode step of the whole model on a cache filled by a 512-token prompt, batch 1
+    decode_ms   one decode step of the whole model on a cache filled by a 512-token prompt, batch 1 (its
+                attention layer's cuDNN SDPA builds a plan for every new length: ~49 ms of host time a step
+                on an H200, the same in every run; see profile_layers.py --decode)
+    mixer_decode_ms  one decode step through the GDN mixers alone (with their cache), batch 1: the
+                decode latency the swap changes
 """
 
 import json
@@ -89,6 +93,22 @@ def decode_step_ms(m, prompt=512, steps=16):
     return sorted(times)[len(times) // 2]
 
 
+def mixer_decode_step_ms(m, prompt=512, steps=20):
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=m.config)
+    m(torch.randint(1, 1024, (1, prompt), device="cuda"), past_key_values=cache, use_cache=True)
+    gdn = [layer for layer in m.model.layers if layer.block_type == "linear_attention"]
+    x = torch.randn(1, 1, m.config.hidden_size, device="cuda", dtype=torch.bfloat16)
+
+    def step():
+        h = x
+        for layer in gdn:
+            h = h + layer.linear_attn(hidden_states=layer.input_layernorm(h), cache_params=cache, attention_mask=None)
+        return h
+    return median_ms(step, runs=steps, warmup=3)
+
+
 def main():
     which, T = sys.argv[1], int(sys.argv[2])
     m = build()
@@ -98,12 +118,15 @@ def main():
     pos = torch.arange(T, device="cuda")[None]
     x = torch.randn(1, T, m.config.hidden_size, device="cuda", dtype=torch.bfloat16)
     with torch.inference_mode():
-        mixers = median_ms(lambda: mixers_forward(m, x))
-        model = median_ms(lambda: m(ids, position_ids=pos, use_cache=False), runs=5)
+        skip = "--decode-only" in sys.argv
+        mixers = None if skip else median_ms(lambda: mixers_forward(m, x))
+        model = None if skip else median_ms(lambda: m(ids, position_ids=pos, use_cache=False), runs=5)
         decode = decode_step_ms(m)
+        mixer_decode = mixer_decode_step_ms(m)
     res = {"which": which, "FLA_FLASH_QLA": os.environ.get("FLA_FLASH_QLA"), "T": T,
-           "device": torch.cuda.get_device_name(), "mixers_ms": mixers, "mixer_tokens_per_s": T / mixers * 1e3,
-           "model_ms": model, "decode_ms": decode}
+           "device": torch.cuda.get_device_name(), "mixers_ms": mixers, "mixer_tokens_per_s": None if mixers is None else T / mixers * 1e3,
+           "model_ms": model, "decode_ms": decode,
+           "mixer_decode_ms": mixer_decode}
     print(json.dumps(res))
     if "--out" in sys.argv:
         json.dump(res, open(sys.argv[sys.argv.index("--out") + 1], "w"), indent=1)
