@@ -30,6 +30,31 @@ def test_kkt_solve_fake_shapes():
         assert a.shape == (100, 6, 64) and a.dtype == torch.float16 and rk.shape == (100, 6)
 
 
+def test_layer_kernel_ops_fake_shapes():
+    with FakeTensorMode():
+        x = torch.empty(70, 2 * 256 + 512, dtype=torch.bfloat16)
+        w = torch.empty(1024, 4, dtype=torch.bfloat16)
+        cu = torch.empty(3, dtype=torch.int32)
+        q, k, v = ops.conv_qkv(x, w, None, None, cu, cu, 256)
+        assert q.shape == k.shape == (70, 256) and v.shape == (70, 512) and v.dtype == torch.bfloat16
+        z = torch.empty(90, 128, dtype=torch.float16)
+        out = ops.gated_rmsnorm(z, z, torch.empty(128, dtype=torch.float16), 1e-6)
+        assert out.shape == (90, 128) and out.dtype == torch.float16
+
+
+def test_layer_kernels_decline_off_hopper():
+    """On CPU (or without the binaries) the layer helpers return None and the torch path runs."""
+    from types import SimpleNamespace
+
+    from flashqla import layer_kernels
+
+    conv = torch.nn.Conv1d(1024, 1024, 4, groups=1024, padding=3, bias=False)
+    mod = SimpleNamespace(conv1d=conv, activation="silu", key_dim=256, layer_idx=0, conv_kernel_size=4)
+    assert layer_kernels.conv_qkv(mod, torch.randn(1, 10, 1024), None, None) is None
+    norm = SimpleNamespace(weight=torch.ones(128), variance_epsilon=1e-6, activation="silu", forward=None)
+    assert layer_kernels.gated_rmsnorm(norm, torch.randn(4, 128), torch.randn(4, 128)) is None
+
+
 def test_chunk_offsets():
     cu = torch.tensor([0, 0, 64, 65, 200], dtype=torch.int32)
     assert ops.chunk_offsets_for(cu).tolist() == [0, 0, 1, 2, 5]

@@ -29,6 +29,10 @@ sequence start and the op gets ``cu_seqlens``. q and k are computed here from th
 projections and passed with their H key heads: the op serves HV = R * H value heads without
 repeating q / k, whatever transformers' own forward does (<= 5.22 repeats, 5.23 does not).
 
+On an H100/H200 the causal conv (with SiLU, written straight into contiguous q, k, v) and the gated
+RMSNorm run as one kernel each (:mod:`flashqla.layer_kernels`), rounding where transformers' torch path
+rounds; elsewhere, or for another conv width / activation, the torch code below runs.
+
 Flags. ``has_backward = False``: there is no backward kernel yet, so kernels never picks these layers
 for ``Mode.TRAINING`` (it keeps the transformers forward). If a layer runs anyway while autograd is
 recording (e.g. an inference-kernelized model called outside ``torch.no_grad``), the op is served by
