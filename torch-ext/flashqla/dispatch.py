@@ -114,6 +114,7 @@ def choose_block_v(num_pairs: int, device: torch.device) -> int:
     return 64 if num_pairs < sms else 128
 
 
+@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
                       use_qk_l2norm_in_kernel, cu_seqlens):
     """Run the chunked forward on the kernels, or return None to let the reference serve it."""
@@ -153,6 +154,7 @@ def choose_recurrent_block_v(num_pairs: int, device: torch.device) -> int:
     return 16 if num_pairs * (HEAD_DIM // 32) < sms else 32
 
 
+@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def try_recurrent_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
                           use_qk_l2norm_in_kernel, cu_seqlens):
     """Run the token recurrence (decode) on the kernels, or return None to let the reference serve it."""

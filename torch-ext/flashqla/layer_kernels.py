@@ -27,6 +27,7 @@ def _eligible(x: torch.Tensor, *params: torch.Tensor) -> bool:
     return not (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, *params)))
 
 
+@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
     """Causal conv + activation of mixed_qkv [B, T, 2*key_dim + value_dim] straight into contiguous
     q, k [B, T, key_dim] and v [B, T, value_dim], or None when the kernel cannot serve this call.
@@ -58,6 +59,7 @@ def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
     return q.view(B, T, -1), k.view(B, T, -1), v.view(B, T, -1)
 
 
+@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def gated_rmsnorm(norm, x: torch.Tensor, z: torch.Tensor):
     """``norm(x, z)`` for transformers' Qwen3.5 / Qwen3-Next RMSNormGated in one kernel, or None."""
     if type(norm).__name__ not in _NORM_CLASSES or getattr(norm, "activation", "silu") not in ("silu", "swish"):
