@@ -35,6 +35,7 @@ def _taps(w_s, x_s, i, j, width):
 def conv_qkv_program(dtype: str = "bfloat16", width: int = 4, block_t: int = 64, block_c: int = 128,
                      threads: int = 256):
     W, BT, BC = width, block_t, block_c
+    assert BT == 64, "the runtime's chunk_offsets count 64-token chunks (ops.CHUNK)"
     num_tokens = T.dynamic("num_tokens")
     num_ch = T.dynamic("num_ch")
     key_dim = T.dynamic("key_dim")

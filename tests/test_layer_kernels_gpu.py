@@ -54,11 +54,15 @@ def _split(mod, y):
     return torch.split(y, [mod.key_dim, mod.key_dim, mod.value_dim], dim=-1)
 
 
-def test_conv_qkv_matches_torch_fixed_length():
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_conv_qkv_matches_torch_fixed_length(with_bias):
     mod = _gdn_module()
     gen = torch.Generator(device="cuda").manual_seed(0)
     with torch.no_grad():
         mod.conv1d.weight.normal_(generator=gen)
+        if with_bias:  # Qwen checkpoints have none; the kernel's bias path is still checked
+            mod.conv1d.bias = torch.nn.Parameter(torch.randn(mod.conv1d.weight.shape[0], device="cuda",
+                                                             generator=gen).to(torch.bfloat16))
         x = torch.randn(3, 131, mod.conv1d.weight.shape[0], device="cuda", generator=gen).to(torch.bfloat16)
         q, k, v = layer_kernels.conv_qkv(mod, x, None, None)
         for got, want in zip((q, k, v), _split(mod, _torch_conv(mod, x))):
@@ -78,8 +82,10 @@ def test_conv_qkv_packed_sequences_restart():
         _close(got, want)
 
 
-def test_conv_qkv_left_context_from_cache():
-    """A continuation on a cache: the cache's conv state is the left context and is updated."""
+@pytest.mark.parametrize("first,cont", [(7, 70), (2, 3), (1, 2), (5, 1 + 64)])
+def test_conv_qkv_left_context_from_cache(first, cont):
+    """A continuation on a cache: the cache's conv state is the left context and is updated (prefills
+    shorter than the conv width included)."""
     from transformers import DynamicCache
 
     model = _model("qwen3_5").to(torch.bfloat16).cuda()
@@ -88,14 +94,18 @@ def test_conv_qkv_left_context_from_cache():
     C = mod.conv1d.weight.shape[0]
     cache = DynamicCache(config=model.config)
     with torch.no_grad():
-        first = torch.randn(2, 7, C, device="cuda", generator=gen).to(torch.bfloat16)
-        layer_kernels.conv_qkv(mod, first, None, cache)
+        x0 = torch.randn(2, first, C, device="cuda", generator=gen).to(torch.bfloat16)
+        got0 = torch.cat(layer_kernels.conv_qkv(mod, x0, None, cache), dim=-1)
+        _close(got0, _torch_conv(mod, x0))
         state = cache.layers[mod.layer_idx].conv_states[0].clone()
-        assert torch.equal(state[..., -4:], first[:, -4:].transpose(1, 2))
-        x = torch.randn(2, 70, C, device="cuda", generator=gen).to(torch.bfloat16)
+        n = min(first, 4)  # the cache keeps the last 4 inputs, zero-padded on the left
+        assert torch.equal(state[..., -n:], x0[:, -n:].transpose(1, 2)) and not state[..., : 4 - n].any()
+        x = torch.randn(2, cont, C, device="cuda", generator=gen).to(torch.bfloat16)
         got = torch.cat(layer_kernels.conv_qkv(mod, x, None, cache), dim=-1)
         _close(got, _torch_conv(mod, x, left=state[..., -3:]))
-        assert torch.equal(cache.layers[mod.layer_idx].conv_states[0][..., -4:], x[:, -4:].transpose(1, 2))
+        both = torch.cat([x0, x], dim=1)
+        assert torch.equal(cache.layers[mod.layer_idx].conv_states[0][..., -min(4, first + cont):],
+                           both[:, -min(4, first + cont):].transpose(1, 2))
 
 
 def test_gated_rmsnorm_matches_module():
@@ -110,7 +120,7 @@ def test_gated_rmsnorm_matches_module():
         _close(got, mod.norm(x, z))
 
 
-@pytest.mark.parametrize("family", ["qwen3_5", "qwen3_next"])
+@pytest.mark.parametrize("family", ["qwen3_5", "qwen3_5_moe", "qwen3_next"])
 def test_swapped_model_with_cache_prefill_decode_continue(family, monkeypatch):
     """Prefill into a cache, 8 decode steps, then a 5-token continuation, teacher-forced on the same
     tokens in the fp32 model, transformers' bf16 model and the swapped bf16 model. Per phase (prefill, 600

@@ -1,8 +1,9 @@
-"""torch.compile over the swapped layers (CPU: the reference path), the evidence for can_torch_compile=True.
+"""torch.compile around the swapped layers without a cache (CPU: the reference path) gives eager's result.
 
-The kernel launches are torch.compiler.disable regions (graph breaks; run eagerly between graphs, where on
-CPU they decline at once); everything else in the layer is traced, and the compiled model must equal eager
-to the bit (aot_eager keeps the same kernels, so any difference would be a tracing error, not rounding).
+The kernel launches are torch.compiler.disable regions (graph breaks, run eagerly between graphs; on CPU
+they decline at once); aot_eager keeps the same kernels, so any difference would be a tracing error, not
+rounding. The layers still declare can_torch_compile=False: with a cache they recompile per layer (see
+layers.py), which this test does not cover.
 """
 
 import pytest
@@ -22,15 +23,3 @@ def test_compiled_swapped_model_equals_eager(family):
         ref = model(ids, use_cache=False).logits
         out = torch.compile(model, backend="aot_eager")(ids, use_cache=False).logits
     assert torch.equal(out, ref)
-
-
-def test_only_kernel_launches_break_the_graph():
-    import torch._dynamo
-
-    model = swapped(build("qwen3_5", torch.float32))
-    ids = torch.randint(1, 200, (1, 40), generator=torch.Generator().manual_seed(4))
-    torch._dynamo.reset()
-    with torch.no_grad():
-        explained = torch._dynamo.explain(model)(ids, use_cache=False)
-    reasons = [str(r.reason) for r in explained.break_reasons]
-    assert reasons and all("torch.compiler.disable" in r for r in reasons), [r[:200] for r in reasons]

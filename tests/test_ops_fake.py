@@ -1,6 +1,7 @@
 """CPU tests of the op layer: fake implementations (torch.compile / meta shapes) and the cu_seqlens cache."""
 
 import pytest
+from types import SimpleNamespace
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -43,16 +44,18 @@ def test_layer_kernel_ops_fake_shapes():
 
 
 def test_layer_kernels_decline_off_hopper():
-    """On CPU (or without the binaries) the layer helpers return None and the torch path runs."""
-    from types import SimpleNamespace
+    """On CPU the layer helpers return None (the torch path runs) even for inputs they would take on sm_90."""
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNormGated
 
     from flashqla import layer_kernels
 
-    conv = torch.nn.Conv1d(1024, 1024, 4, groups=1024, padding=3, bias=False)
+    conv = torch.nn.Conv1d(1024, 1024, 4, groups=1024, padding=3, bias=False).to(torch.bfloat16)
     mod = SimpleNamespace(conv1d=conv, activation="silu", key_dim=256, layer_idx=0, conv_kernel_size=4)
-    assert layer_kernels.conv_qkv(mod, torch.randn(1, 10, 1024), None, None) is None
-    norm = SimpleNamespace(weight=torch.ones(128), variance_epsilon=1e-6, activation="silu", forward=None)
-    assert layer_kernels.gated_rmsnorm(norm, torch.randn(4, 128), torch.randn(4, 128)) is None
+    x = torch.randn(1, 10, 1024, dtype=torch.bfloat16)
+    assert layer_kernels.conv_qkv(mod, x, None, None) is None
+    norm = Qwen3_5RMSNormGated(128).to(torch.bfloat16)
+    y = torch.randn(4, 128, dtype=torch.bfloat16)
+    assert layer_kernels.gated_rmsnorm(norm, y, y) is None
 
 
 def test_chunk_offsets():

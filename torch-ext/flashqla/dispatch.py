@@ -78,7 +78,7 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
         key = (B, T, str(device))
         hit = _FIXED_CACHE.get(key)
         if hit is None:
-            cu = torch.arange(0, (B + 1) * T, T, dtype=torch.int32, device=device)[: B + 1]
+            cu = (torch.arange(B + 1, dtype=torch.int32, device=device) * T)
             hit = (cu, _chunk_offsets(cu))
             if len(_FIXED_CACHE) >= _FIXED_CACHE_SIZE:  # bounded: many distinct (B, T) must not leak
                 _FIXED_CACHE.pop(next(iter(_FIXED_CACHE)))
@@ -94,7 +94,7 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
         from .validation import _check_cu_seqlens_values, cu_seqlens_host
 
         _check_cu_seqlens_values(cu_seqlens_host(cu_seqlens), T)
-    cu = cu_seqlens.to(torch.int32).contiguous()
+    cu = cu_seqlens.to(device=device, dtype=torch.int32).contiguous()
     off = _chunk_offsets(cu)
     key = id(cu_seqlens)
     _CU_CACHE[key] = (weakref.ref(cu_seqlens, lambda _r, key=key, cache=_CU_CACHE: cache.pop(key, None)),

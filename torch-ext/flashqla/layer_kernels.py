@@ -16,7 +16,7 @@ from . import loader
 from .dispatch import device_supported, packed_seqlens
 
 _DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
-_NORM_CLASSES = ("Qwen3_5RMSNormGated", "Qwen3NextRMSNormGated")
+_NORM_CLASSES = ("Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNormGated", "Qwen3NextRMSNormGated")
 
 
 def _eligible(x: torch.Tensor, *params: torch.Tensor) -> bool:
