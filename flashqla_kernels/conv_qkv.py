@@ -23,6 +23,8 @@ shapes alone (T // block_t + N + 1 chunk slots), so no host synchronisation is n
 import tilelang
 import tilelang.language as T
 
+from .seq_lookup import sequence_of_chunk
+
 
 def _taps(w_s, x_s, i, j, width):
     """bias + sum_u w[u] x[i + u] for one output, built at trace time as a single expression."""
@@ -59,19 +61,7 @@ def conv_qkv_program(dtype: str = "bfloat16", width: int = 4, block_t: int = 64,
         with T.Kernel(num_tokens // BT + num_seqs_p1, T.ceildiv(num_ch, BC), threads=threads) as (cid, cb):
             x_s = T.alloc_shared((BT + W - 1, BC), acc)
             w_s = T.alloc_shared((BC, W + 1), acc)  # taps, then the bias (0 without one)
-            lo = T.alloc_var("int32")
-            hi = T.alloc_var("int32")
-            mid = T.alloc_var("int32")
-            # chunk id -> sequence: largest n with chunk_offsets[n] <= cid
-            lo = 0
-            hi = num_seqs_p1 - 1
-            for _ in T.serial(31):
-                if hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if chunk_offsets[mid] <= cid:
-                        lo = mid
-                    else:
-                        hi = mid
+            lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid)  # the chunk's sequence
             c0 = cb * BC
             start = cu_seqlens[lo]
             t0 = start + (cid - chunk_offsets[lo]) * BT

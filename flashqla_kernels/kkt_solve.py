@@ -26,6 +26,8 @@ X21 = -X22 (L21 X11) with all threads on the CUDA cores. Only the lower triangle
 import tilelang
 import tilelang.language as T
 
+from .seq_lookup import sequence_of_chunk
+
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
 
@@ -113,20 +115,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             col = T.alloc_local((SUB,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
-            lo = T.alloc_var("int32")
-            hi = T.alloc_var("int32")
-            mid = T.alloc_var("int32")
-
-            # chunk id -> sequence: largest n with chunk_offsets[n] <= cid (binary search, 31 steps)
-            lo = 0
-            hi = num_seqs_p1 - 1
-            for _ in T.serial(31):
-                if hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if chunk_offsets[mid] <= cid:
-                        lo = mid
-                    else:
-                        hi = mid
+            lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid)  # the chunk's sequence
             total_chunks = chunk_offsets[num_seqs_p1 - 1]
             hk = hv // (num_v_heads // num_k_heads)
             t0 = cu_seqlens[lo] + (cid - chunk_offsets[lo]) * C

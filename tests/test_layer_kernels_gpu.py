@@ -6,7 +6,6 @@ kernels round where transformers' torch path rounds (conv result, then SiLU; nor
 product, gate product), so the comparison with that path is at one bf16 rounding step (rtol 2^-7).
 """
 
-import copy
 import os
 
 os.environ.setdefault("FLASHQLA_POISON", "1")
@@ -17,8 +16,7 @@ import torch  # noqa: E402
 import flashqla  # noqa: E402
 import flashqla.ops as fops  # noqa: E402
 from flashqla import layer_kernels, layers  # noqa: E402
-from test_layers_e2e_cpu import runs_flashqla  # noqa: E402
-from test_layers_gpu import _model  # noqa: E402
+from test_layers_gpu import _model, swapped_trio  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 BF16_RTOL = 2.0 ** -7
@@ -128,20 +126,13 @@ def test_swapped_model_with_cache_prefill_decode_continue(family, monkeypatch):
     to fp32 is at most 1.25x transformers' own, and every layer kernel ran. The median, because in the
     MoE family a token whose bf16 expert routing flips (in either bf16 model, at different tokens) has a
     logit error ~100x the rest and a handful of them decide a mean."""
-    import kernels
-    from kernels import Mode
     from transformers import DynamicCache
 
     ran = {"conv": 0, "norm": 0, "rec": 0, "chunk": 0}
     for name, key in (("conv_qkv", "conv"), ("gated_rmsnorm", "norm"), ("recurrent_fwd", "rec"), ("chunk_fwd", "chunk")):
         orig = getattr(fops, name)
         monkeypatch.setattr(fops, name, lambda *a, _o=orig, _k=key, **kw: ran.__setitem__(_k, ran[_k] + 1) or _o(*a, **kw))
-    flashqla.register()
-    fp32 = _model(family).cuda()
-    base = copy.deepcopy(fp32).to(torch.bfloat16)
-    fast = copy.deepcopy(base)
-    kernels.kernelize(fast, mode=Mode.INFERENCE, device="cuda")
-    assert runs_flashqla(fast)
+    fp32, base, fast = swapped_trio(family)
     gen = torch.Generator().manual_seed(7)
     B = 4
     prompt = torch.randint(1, 512, (B, 150), generator=gen).cuda()

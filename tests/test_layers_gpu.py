@@ -39,6 +39,20 @@ def _model(family):
     return init_gdn_decay(cls(cfg)).eval()
 
 
+def swapped_trio(family):
+    """The fp32 model, its bf16 copy (transformers' forward) and a bf16 copy whose GDN layers run flashqla."""
+    import kernels
+    from kernels import Mode
+
+    flashqla.register()
+    fp32 = _model(family).cuda()
+    base = copy.deepcopy(fp32).to(torch.bfloat16)
+    fast = copy.deepcopy(base)
+    kernels.kernelize(fast, mode=Mode.INFERENCE, device="cuda")
+    assert runs_flashqla(fast)
+    return fp32, base, fast
+
+
 @pytest.fixture(autouse=True)
 def _needs_kernels():
     ok, why = flashqla.kernels_available()
@@ -48,18 +62,10 @@ def _needs_kernels():
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_swapped_bf16_model_on_kernels(family, monkeypatch):
-    import kernels
-    from kernels import Mode
-
     calls = []
     orig = fops.chunk_fwd
     monkeypatch.setattr(fops, "chunk_fwd", lambda *a, **k: calls.append(1) or orig(*a, **k))
-    flashqla.register()
-    fp32 = _model(family).cuda()
-    base = copy.deepcopy(fp32).to(torch.bfloat16)
-    fast = copy.deepcopy(base)
-    kernels.kernelize(fast, mode=Mode.INFERENCE, device="cuda")
-    assert runs_flashqla(fast)
+    fp32, base, fast = swapped_trio(family)
     gen = torch.Generator().manual_seed(5)
     ids = torch.randint(1, 512, (2, 200), generator=gen).cuda()
     mask = torch.ones_like(ids)

@@ -114,6 +114,19 @@ def choose_block_v(num_pairs: int, device: torch.device) -> int:
     return 64 if num_pairs < sms else 128
 
 
+def _packed(problem, q, k, v, g, beta, initial_state):
+    """The kernels' inputs: tokens packed along one axis ([B*T, heads, dim]), gates and states in fp32."""
+    BT, H, HV, K, V = problem.B * problem.T, problem.H, problem.HV, problem.K, problem.V
+    h0 = None if initial_state is None else initial_state.to(torch.float32).contiguous()
+    return (q.reshape(BT, H, K).contiguous(), k.reshape(BT, H, K).contiguous(),
+            v.reshape(BT, HV, V).contiguous(), g.reshape(BT, HV).to(torch.float32).contiguous(),
+            beta.reshape(BT, HV).to(torch.float32).contiguous(), h0)
+
+
+def _scale(problem, scale) -> float:
+    return float(problem.K ** -0.5 if scale is None else scale)
+
+
 @torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
                       use_qk_l2norm_in_kernel, cu_seqlens):
@@ -126,19 +139,11 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
         return None
     from .ops import chunk_fwd
 
-    B, T, H, HV, K, V, N = problem.B, problem.T, problem.H, problem.HV, problem.K, problem.V, problem.N
-    cu, off = packed_seqlens(cu_seqlens, B, T, q.device)
-    h0 = None
-    if initial_state is not None:
-        h0 = initial_state.to(torch.float32).contiguous()
-    o, ht = chunk_fwd(
-        q.reshape(B * T, H, K).contiguous(), k.reshape(B * T, H, K).contiguous(),
-        v.reshape(B * T, HV, V).contiguous(), g.reshape(B * T, HV).to(torch.float32).contiguous(),
-        beta.reshape(B * T, HV).to(torch.float32).contiguous(), h0, cu, off,
-        float(K ** -0.5 if scale is None else scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state),
-        choose_block_v(N * HV, q.device),
-    )
-    return o.view(B, T, HV, V), (ht if output_final_state else None)
+    cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
+    o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), cu, off,
+                      _scale(problem, scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state),
+                      choose_block_v(problem.N * problem.HV, q.device))
+    return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)
 
 
 def choose_recurrent_block_v(num_pairs: int, device: torch.device) -> int:
@@ -175,16 +180,8 @@ def try_recurrent_forward(problem, q, k, v, g, beta, scale, initial_state, outpu
         return None
     from .ops import recurrent_fwd
 
-    B, T, H, HV, K, V = problem.B, problem.T, problem.H, problem.HV, problem.K, problem.V
-    cu, _ = packed_seqlens(cu_seqlens, B, T, q.device)
-    h0 = None
-    if initial_state is not None:
-        h0 = initial_state.to(torch.float32).contiguous()
-    o, ht = recurrent_fwd(
-        q.reshape(B * T, H, K).contiguous(), k.reshape(B * T, H, K).contiguous(),
-        v.reshape(B * T, HV, V).contiguous(), g.reshape(B * T, HV).to(torch.float32).contiguous(),
-        beta.reshape(B * T, HV).to(torch.float32).contiguous(), h0, cu,
-        float(K ** -0.5 if scale is None else scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state),
-        block_v,
-    )
-    return o.view(B, T, HV, V), (ht if output_final_state else None)
+    cu, _ = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
+    o, ht = recurrent_fwd(*_packed(problem, q, k, v, g, beta, initial_state), cu,
+                          _scale(problem, scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state),
+                          block_v)
+    return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)

@@ -49,6 +49,15 @@ def _empty(*shape, dtype, device) -> torch.Tensor:
     return torch.empty(shape, dtype=dtype, device=device)
 
 
+def _state_outputs(q, v, N: int, output_final_state: bool, alloc):
+    """o [T, HV, V] in v's dtype and the final states [N, HV, K, V] fp32 ([0] when not asked for)."""
+    T, K = q.shape[0], q.shape[2]
+    HV, V = v.shape[1], v.shape[2]
+    o = alloc(T, HV, V, dtype=v.dtype, device=v.device)
+    ht = alloc(*((N, HV, K, V) if output_final_state else (0,)), dtype=torch.float32, device=v.device)
+    return o, ht
+
+
 def _binary(kernel: str, **params) -> loader.Binary:
     b = loader.find(kernel, **params)
     if b is None:
@@ -100,11 +109,10 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     fp32 or None -> o [T, HV, 128] (v's dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when
     output_final_state is False).
     """
-    T, H, K = q.shape
-    HV, V = v.shape[1], v.shape[2]
+    T, H = q.shape[0], q.shape[1]
+    HV = v.shape[1]
     N = cu_seqlens.numel() - 1
-    o = _empty(T, HV, V, dtype=v.dtype, device=v.device)
-    ht = _empty(*((N, HV, K, V) if output_final_state else (0,)), dtype=torch.float32, device=v.device)
+    o, ht = _state_outputs(q, v, N, output_final_state, _empty)
     if N == 0:
         return o, ht
     if T == 0:  # every sequence is empty: no tokens to launch over (TMA maps cannot have a zero extent)
@@ -125,12 +133,8 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
 
 @chunk_fwd.register_fake
 def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets, scale, use_l2norm, output_final_state, block_v):
-    T, H, K = q.shape
-    HV, V = v.shape[1], v.shape[2]
-    N = cu_seqlens.shape[0] - 1
-    o = v.new_empty(T, HV, V)
-    ht = v.new_empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32)
-    return o, ht
+    return _state_outputs(q, v, cu_seqlens.shape[0] - 1, output_final_state,
+                          lambda *shape, dtype, device: v.new_empty(shape, dtype=dtype))
 
 
 # --------------------------------------------------------------------------------------------- recurrent_fwd
@@ -145,11 +149,10 @@ def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     fp32 or None -> o [T, HV, 128] (v's dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when
     output_final_state is False).
     """
-    T, H, K = q.shape
-    HV, V = v.shape[1], v.shape[2]
+    T, H = q.shape[0], q.shape[1]
+    HV = v.shape[1]
     N = cu_seqlens.numel() - 1
-    o = _empty(T, HV, V, dtype=v.dtype, device=v.device)
-    ht = _empty(*((N, HV, K, V) if output_final_state else (0,)), dtype=torch.float32, device=v.device)
+    o, ht = _state_outputs(q, v, N, output_final_state, _empty)
     if N == 0 or (T == 0 and not output_final_state):
         return o, ht
     # the kernel moves q, k (one lane's 8 rows), h0 and ht in 16-byte vectors: a view at an odd offset is copied
@@ -171,12 +174,8 @@ def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
 
 @recurrent_fwd.register_fake
 def _(q, k, v, g, beta, initial_state, cu_seqlens, scale, use_l2norm, output_final_state, block_v):
-    T, H, K = q.shape
-    HV, V = v.shape[1], v.shape[2]
-    N = cu_seqlens.shape[0] - 1
-    o = v.new_empty(T, HV, V)
-    ht = v.new_empty((N, HV, K, V) if output_final_state else (0,), dtype=torch.float32)
-    return o, ht
+    return _state_outputs(q, v, cu_seqlens.shape[0] - 1, output_final_state,
+                          lambda *shape, dtype, device: v.new_empty(shape, dtype=dtype))
 
 
 # --------------------------------------------------------------------------------------------- conv_qkv

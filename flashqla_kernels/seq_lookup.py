@@ -1,0 +1,22 @@
+"""Shared TileLang piece: which packed sequence a chunk slot belongs to (kkt_solve and conv_qkv)."""
+
+
+import tilelang.language as T
+
+
+@T.macro
+def sequence_of_chunk(chunk_offsets, num_seqs_p1, cid):
+    """The largest n with chunk_offsets[n] <= cid: a 31-step binary search (enough for any int32 count)."""
+    lo = T.alloc_var("int32")
+    hi = T.alloc_var("int32")
+    mid = T.alloc_var("int32")
+    lo = 0
+    hi = num_seqs_p1 - 1
+    for _ in T.serial(31):
+        if hi - lo > 1:
+            mid = (lo + hi) // 2
+            if chunk_offsets[mid] <= cid:
+                lo = mid
+            else:
+                hi = mid
+    return lo
