@@ -68,10 +68,10 @@ def time_kkt_solve(inp, rep):
     from flashqla.dispatch import packed_seqlens
     from flashqla.ops import kkt_solve
 
-    q, k, beta = inp["q"][0], inp["k"][0], inp["beta"][0].float().contiguous()
+    q, k, beta, g = inp["q"][0], inp["k"][0], inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
     cu, off = packed_seqlens(inp["cu_seqlens"], 1, q.shape[0], q.device)
     HV = beta.shape[1]
-    return triton.testing.do_bench(lambda: kkt_solve(k, beta, cu, off, HV, False), warmup=25, rep=rep,
+    return triton.testing.do_bench(lambda: kkt_solve(k, beta, g, cu, off, HV, False), warmup=25, rep=rep,
                                    return_mode="median")
 
 
@@ -112,6 +112,7 @@ def main():
         print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}", flush=True)
         del inp
         torch.cuda.empty_cache()
+        json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps what ran
     json.dump(results, open(args.out, "w"), indent=1)
 
 

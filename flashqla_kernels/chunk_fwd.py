@@ -3,8 +3,9 @@
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
-    g          [T, HV]       fp32 per-token log decay
-    a          [T, HV, C]    (I + strict_lower(diag(beta) K K^T))^-1 diag(beta), from kkt_solve (gate-free)
+    gc         [T, HV]       fp32 chunk-local cumsum G of the log decay, from kkt_solve
+    a          [T, HV, C]    gated inverse A~ = (A (.) Gamma), A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta),
+                             from kkt_solve
     rk         [T, HV]       fp32 1/||k|| from kkt_solve (read only when use_l2norm)
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
@@ -15,21 +16,23 @@ Outputs:
 
 Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g):
     gamma_r = exp(G_r), Gamma_rs = exp(G_r - G_s) (r >= s), d_r = exp(G_last - G_r)   (all exponents <= 0)
-    W  = V - diag(gamma) K S0 ;  Vn = (A (.) Gamma) W
+    W  = V - diag(gamma) K S0 ;  Vn = A~ W
     O  = scale [diag(gamma) Q S0 + (Q K^T (.) Gamma) Vn]
     S  = gamma_last S0 + K^T diag(d) Vn
 With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its rows/columns (the norms of q
 are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
-Rows past the end of a sequence get g = 0 and a zero Gamma row: they add nothing and are never stored.
+Rows past the end of a sequence get d = 0 and a zero Gamma row: they add nothing and are never stored.
 
 Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroups (`threads` = 384):
     WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,
-                   S = gamma_last S + K^T (d Vn)                     -- the serial chain across chunks
-    WG1 "output" : chunk cumsum and gates, A~ = A (.) Gamma (to shared), Q S (first, to free h_s early),
-                   P = Q K^T (.) Gamma, O = gamma Q S + P Vn, masked store of O   -- overlaps WG0's chain
-    WG2 producer : one warp loads q, k, v, a (TMA) and g, rk into `num_stages` shared stages.
+                   S = gamma_last S + K^T (d Vn)           -- the serial chain across chunks; it waits on
+                   nothing but its inputs and the release of the two buffers it hands over
+    WG1 "output" : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, masked store of O   -- overlaps WG0's chain
+    WG2 producer : one warp loads q, k, v, a (TMA) and G, with the per-row factors of WG0 (gamma rk, d rk,
+                   gamma_last) computed once, into `num_stages` shared stages.
 Every product is a wgmma from shared memory with fp32 accumulation; mbarriers hand stages and
-intermediates between warpgroups; w/u, the deltas and the per-chunk states never leave the SM.
+intermediates between warpgroups (Vn double-buffered); w/u, the deltas and the per-chunk states never
+leave the SM.
 """
 
 
@@ -38,12 +41,11 @@ import tilelang.language as T
 
 LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
-OUTPUT_WG_BARRIER = 12  # named barrier id for the output warpgroup (TileLang's own syncs use low ids)
 
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 2,
-                      state_regs: int = 240, output_regs: int = 160, producer_regs: int = 24):
+                      state_regs: int = 240, output_regs: int = 160, producer_regs: int = 40):
     # setmaxnreg: the launch cap is 65536 / 384 = 168 registers a thread; the state warpgroup grows to
     # `state_regs` (inc), the output and producer warpgroups shrink (dec). .inc below the current count
     # (or .dec above it) is an illegal instruction, so the direction follows from the cap.
@@ -62,7 +64,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         q: T.Tensor((num_tokens, num_k_heads, K), dtype),
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         v: T.Tensor((num_tokens, num_v_heads, V), dtype),
-        g: T.Tensor((num_tokens, num_v_heads), acc),
+        gc: T.Tensor((num_tokens, num_v_heads), acc),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         rk: T.Tensor((num_tokens, num_v_heads), acc),
         h0: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
@@ -85,36 +87,34 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             k_s = T.alloc_shared((NS, C, K), dtype)
             v_s = T.alloc_shared((NS, C, BV), dtype)
             a_s = T.alloc_shared((NS, C, C), dtype)
-            g_s = T.alloc_shared((NS, C), acc)
-            rk_s = T.alloc_shared((NS, C), acc)
-            # gates and gated inverse, per stage (written by WG1, read by WG0)
-            gam_s = T.alloc_shared((NS, C), acc)
-            dec_s = T.alloc_shared((NS, C), acc)
-            ag_s = T.alloc_shared((NS, C, C), dtype)
+            gc_s = T.alloc_shared((NS, C), acc)      # G (rows past the end repeat the last valid G)
+            rk_s = T.alloc_shared((NS, C), acc)      # 1/||k|| (l2norm) or 1
+            wf_s = T.alloc_shared((NS, C), acc)      # gamma_r rk_r: row factor of K S0 in W
+            uf_s = T.alloc_shared((NS, C), acc)      # d_r rk_r (0 past the end): row factor of Vn in S
+            gl_s = T.alloc_shared((NS,), acc)       # gamma_last
             # intermediates handed between warpgroups
             h_s = T.alloc_shared((K, BV), dtype)
             w_s = T.alloc_shared((C, BV), dtype)
-            vn_s = T.alloc_shared((C, BV), dtype)
+            vn_s = T.alloc_shared((2, C, BV), dtype)
             p_s = T.alloc_shared((C, C), dtype)
-            gc_s = T.alloc_shared((C,), acc)
             rq_s = T.alloc_shared((C,), acc)
 
             s_f = T.alloc_fragment((K, BV), acc)
             u_f = T.alloc_fragment((C, BV), acc)
+            wf_f = T.alloc_fragment((C,), acc)
             o_f = T.alloc_fragment((C, BV), acc)
             p_f = T.alloc_fragment((C, C), acc)
             ga_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, K), acc)
             qn_f = T.alloc_fragment((C,), acc)
+            of_f = T.alloc_fragment((C,), acc)
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[256] * NS)
-            gates_ready = T.alloc_barrier(arrive_count=128)
-            ag_ready = T.alloc_barrier(arrive_count=128)
             h_ready = T.alloc_barrier(arrive_count=128)
             h_used = T.alloc_barrier(arrive_count=128)
-            vn_ready = T.alloc_barrier(arrive_count=128)
-            vn_used = T.alloc_barrier(arrive_count=128)
+            vn_ready = T.alloc_barrier(arrive_count=[128, 128])
+            vn_used = T.alloc_barrier(arrive_count=[128, 128])
 
             tx = T.get_thread_binding()
 
@@ -127,64 +127,48 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.clear(s_f)
                 for c in T.serial(n_chunks):
                     st = c % NS
+                    vb = c % 2
                     T.barrier_wait(full[st], (c // NS) % 2)
                     T.barrier_wait(h_used, (c + 1) % 2)
                     T.copy(s_f, h_s)
                     T.fence_proxy_async()  # generic-proxy stores -> WG1's wgmma reads
                     T.barrier_arrive(h_ready)
                     T.gemm(k_s[st, :, :], h_s, u_f, clear_accum=True)
-                    T.barrier_wait(gates_ready, c % 2)
-                    if use_l2norm:
-                        for i, j in T.Parallel(C, BV):
-                            w_s[i, j] = v_s[st, i, j] - gam_s[st, i] * rk_s[st, i] * u_f[i, j]
-                    else:
-                        for i, j in T.Parallel(C, BV):
-                            w_s[i, j] = v_s[st, i, j] - gam_s[st, i] * u_f[i, j]
-                    T.barrier_wait(ag_ready, c % 2)
-                    T.gemm(ag_s[st, :, :], w_s, u_f, clear_accum=True)
-                    T.barrier_wait(vn_used, (c + 1) % 2)
-                    T.copy(u_f, vn_s)
+                    for i in T.Parallel(C):
+                        wf_f[i] = wf_s[st, i]
+                    # W in registers first, then one store pass: a loop that both reads v_s and writes
+                    # w_s gets a warpgroup barrier per iteration from TileLang's hazard analysis
+                    for i, j in T.Parallel(C, BV):
+                        u_f[i, j] = v_s[st, i, j] - wf_f[i] * u_f[i, j]
+                    T.copy(u_f, w_s)
+                    T.fence_proxy_async()  # each thread's stores -> the async proxy, before the gemm's barrier
+                    T.gemm(a_s[st, :, :], w_s, u_f, clear_accum=True)
+                    T.barrier_wait(vn_used[vb], (c // 2 + 1) % 2)
+                    for i in T.Parallel(C):
+                        wf_f[i] = uf_s[st, i]
+                    for i, j in T.Parallel(C, BV):
+                        vn_s[vb, i, j] = u_f[i, j]
+                        w_s[i, j] = u_f[i, j] * wf_f[i]
                     T.fence_proxy_async()
-                    T.barrier_arrive(vn_ready)
-                    if use_l2norm:
-                        for i, j in T.Parallel(C, BV):
-                            w_s[i, j] = u_f[i, j] * dec_s[st, i] * rk_s[st, i]
-                    else:
-                        for i, j in T.Parallel(C, BV):
-                            w_s[i, j] = u_f[i, j] * dec_s[st, i]
+                    T.barrier_arrive(vn_ready[vb])
                     for i, j in T.Parallel(K, BV):
-                        s_f[i, j] = s_f[i, j] * gam_s[st, C - 1]
+                        s_f[i, j] = s_f[i, j] * gl_s[st]
                     T.gemm(k_s[st, :, :], w_s, s_f, transpose_A=True, clear_accum=False)
                     T.barrier_arrive(empty[st])
                 if flags // 2 % 2 == 1:
                     T.copy(s_f, ht[n, hv, 0:K, v0:v0 + BV])
 
             elif tx < 256:
-                # ------------------------------------------------------------- WG1: gates and output
+                # ------------------------------------------------------------- WG1: output
                 T.set_max_nreg(output_regs, 0)  # below the launch cap (65536 / 384 = 168): a decrease
                 for c in T.serial(n_chunks):
                     st = c % NS
+                    vb = c % 2
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
-                    # chunk-local cumsum of g (rows past the sequence end carry g = 0)
-                    for i in T.Parallel(C):
-                        gc_s[i] = 0.0
-                        for j in T.serial(C):
-                            if j <= i:
-                                gc_s[i] += g_s[st, j]
-                    for i in T.Parallel(C):
-                        gam_s[st, i] = T.exp2(gc_s[i] * LOG2E)
-                        dec_s[st, i] = T.exp2((gc_s[C - 1] - gc_s[i]) * LOG2E)
-                    T.barrier_arrive(gates_ready)
-                    # the cumsum ran on C of this warpgroup's threads; all 128 read it below
-                    T.sync_threads(OUTPUT_WG_BARRIER, 128)
                     for i, j in T.Parallel(C, C):
                         ga_f[i, j] = T.if_then_else(
-                            (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[i] - gc_s[j]) * LOG2E), 0.0)
-                    for i, j in T.Parallel(C, C):
-                        ag_s[st, i, j] = a_s[st, i, j] * ga_f[i, j]
-                    T.fence_proxy_async()
-                    T.barrier_arrive(ag_ready)
+                            (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[st, i] - gc_s[st, j]) * LOG2E), 0.0)
                     # Q S first: it frees h_s, which the state warpgroup overwrites at its next chunk
                     T.barrier_wait(h_ready, c % 2)
                     T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
@@ -203,11 +187,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             rq_s[i] = scale
                         for i, j in T.Parallel(C, C):
                             p_s[i, j] = p_f[i, j] * ga_f[i, j] * scale
+                    for i in T.Parallel(C):
+                        of_f[i] = T.exp2(gc_s[st, i] * LOG2E) * rq_s[i]
                     for i, j in T.Parallel(C, BV):
-                        o_f[i, j] = o_f[i, j] * (gam_s[st, i] * rq_s[i])
-                    T.barrier_wait(vn_ready, c % 2)
-                    T.gemm(p_s, vn_s, o_f, clear_accum=False)
-                    T.barrier_arrive(vn_used)
+                        o_f[i, j] = o_f[i, j] * of_f[i]
+                    T.barrier_wait(vn_ready[vb], (c // 2) % 2)
+                    T.gemm(p_s, vn_s[vb, :, :], o_f, clear_accum=False)
+                    T.barrier_arrive(vn_used[vb])
                     for i, j in T.Parallel(C, BV):
                         if t0 + i < seq_end:
                             o[t0 + i, hv, v0 + j] = o_f[i, j]
@@ -220,15 +206,23 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     for c in T.serial(n_chunks):
                         st = c % NS
                         t0 = seq_start + c * C
+                        t_last = T.min(t0 + C, seq_end) - 1
                         T.barrier_wait(empty[st], (c // NS + 1) % 2)
                         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
                         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
                         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
                         T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
                         for i in T.Parallel(C):
-                            g_s[st, i] = T.if_then_else(t0 + i < seq_end, g[t0 + i, hv], 0.0)
+                            gc_s[st, i] = gc[T.min(t0 + i, t_last), hv]
                             if use_l2norm:
-                                rk_s[st, i] = T.if_then_else(t0 + i < seq_end, rk[t0 + i, hv], 0.0)
+                                rk_s[st, i] = T.if_then_else(t0 + i <= t_last, rk[t0 + i, hv], 0.0)
+                            else:
+                                rk_s[st, i] = 1.0
+                            wf_s[st, i] = T.exp2(gc_s[st, i] * LOG2E) * rk_s[st, i]
+                            uf_s[st, i] = T.if_then_else(
+                                t0 + i <= t_last, T.exp2((gc[t_last, hv] - gc_s[st, i]) * LOG2E) * rk_s[st, i], 0.0)
+                            if i == 0:
+                                gl_s[st] = T.exp2(gc[t_last, hv] * LOG2E)
                         T.barrier_arrive(full[st])
 
     return chunk_fwd

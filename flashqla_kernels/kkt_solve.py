@@ -1,25 +1,32 @@
-"""Gate-free chunk inverse: A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta), per chunk and value head.
+"""Chunk inverse, gated: A~ = ((I + strict_lower(diag(beta) K K^T))^-1 diag(beta)) (.) Gamma, per chunk and
+value head, with the chunk-local cumsum of g that the fused kernel needs.
 
 Inputs (tokens of every sequence packed along one axis, T = total tokens):
     k            [T, H, K]   bf16/fp16, key head of value head hv is hv // (HV // H)
     beta         [T, HV]     fp32
+    g            [T, HV]     fp32 per-token log decay (<= 0)
     cu_seqlens   [N + 1]     int32, sequence boundaries
     chunk_offsets[N + 1]     int32, exclusive prefix sum of ceil(len_n / C): chunk id -> sequence
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :]
+    gc           [T, HV]     fp32, G: the cumsum of g from the start of the token's chunk
     rk           [T, HV]     fp32, 1 / ||k_t|| (only when use_l2norm; it is what the fused kernel scales by)
 
-With use_l2norm, L is built from normalised keys without a pass over HBM: ||k_r||^2 is the diagonal of K K^T.
-Rows past the end of a sequence get beta = 0, so they solve to zero and are never stored (a chunk never
-writes into its neighbour's rows). The gate is not applied here: the fused kernel multiplies A by
-exp(G_r - G_s) elementwise, which equals inverting the gated matrix (D (I+L)^-1 D^-1, D = diag(exp G)).
+The inverse is gate-free (the gate enters only its epilogue): inverting the gated matrix equals
+D (I+L)^-1 D^-1 with D = diag(exp G), i.e. the gate-free inverse multiplied elementwise by
+Gamma_rs = exp(G_r - G_s) (r >= s, exponent <= 0), which the epilogue applies before the one rounding to
+bf16/fp16. With use_l2norm, L is built from normalised keys without a pass over HBM: ||k_r||^2 is the
+diagonal of K K^T. Rows past the end of a sequence get beta = 0 and g = 0, so they solve to zero and are
+never stored (a chunk never writes into its neighbour's rows).
 
 Tile plan: one CTA of `threads` threads per (chunk, value head). K chunk [C, K] arrives by TMA, K K^T is one
 wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32, and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
-(one thread per column, in registers), then two merge levels (16 -> 32 -> 64) that each form
-X21 = -X22 (L21 X11) with all threads on the CUDA cores. Only the lower triangle of x_s is ever read. The grid is sized from shapes alone
-(T // C + N + 1 chunk slots): no host synchronisation is needed to launch it.
+(one thread per column, in registers; the same threads then form the chunk cumsum of g, one row each),
+then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
+CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). Only the lower triangle of x_s is ever
+read. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed
+to launch it.
 """
 
 
@@ -95,9 +102,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     def kkt_solve(
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         beta: T.Tensor((num_tokens, num_v_heads), "float32"),
+        g: T.Tensor((num_tokens, num_v_heads), "float32"),
         cu_seqlens: T.Tensor((num_seqs_p1,), "int32"),
         chunk_offsets: T.Tensor((num_seqs_p1,), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
+        gc: T.Tensor((num_tokens, num_v_heads), "float32"),
         rk: T.Tensor((num_tokens, num_v_heads), "float32"),
     ):
         with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
@@ -105,6 +114,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             l_s = T.alloc_shared((C, C), "float32")
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
+            g_s = T.alloc_shared((C,), "float32")
+            gc_s = T.alloc_shared((C,), "float32")
+            g_sum = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             x_s = T.alloc_shared((C, C), "float32")
             t_s = T.alloc_shared((C // 2, C // 2), "float32")
@@ -126,6 +138,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 T.copy(k[t0:t0 + C, hk, :], k_s)
                 for i in T.Parallel(C):
                     beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
+                    g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
                 T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
                 T.copy(kk_f, l_s)
                 if use_l2norm:
@@ -152,6 +165,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                                 col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
                     for r in T.unroll(SUB):
                         x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+                    # the chunk cumsum of g, row tx (loads are broadcasts, the sum stays in a register)
+                    g_sum = 0.0
+                    for j in T.serial(C):
+                        g_sum += T.if_then_else(j <= tx, g_s[j], 0.0)
+                    gc_s[tx] = g_sum
                 # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
                 if merge == "regs":
                     T.sync_threads()
@@ -169,8 +187,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 else:
                     merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
                     merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
+                T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
+                # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i)
                 for i, j in T.Parallel(C, C):
                     if t0 + i < t_end:
-                        a[t0 + i, hv, j] = T.cast(T.if_then_else(j <= i, x_s[i, j], 0.0) * beta_s[j], dtype)
+                        a[t0 + i, hv, j] = T.cast(T.if_then_else(
+                            j <= i,
+                            x_s[i, j] * beta_s[j] * T.exp2(T.min(gc_s[i] - gc_s[j], 0.0) * LOG2E),
+                            0.0), dtype)
+                for i in T.Parallel(C):
+                    if t0 + i < t_end:
+                        gc[t0 + i, hv] = gc_s[i]
 
     return kkt_solve

@@ -72,8 +72,9 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
 
     inp = make_inputs([100, 64, 3], H=2, HV=4, seed=19)
     k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
-    a, _ = kkt_solve(k, beta, cu, chunk_offsets_for(cu), 4, False)
-    kd, bd = k.double(), beta.double()
+    g = inp["g"][0].float().contiguous()
+    a, gc, _ = kkt_solve(k, beta, g, cu, chunk_offsets_for(cu), 4, False)
+    kd, bd, gd = k.double(), beta.double(), g.double()
     for n in range(3):
         s, e = int(cu[n]), int(cu[n + 1])
         for c0 in range(s, e, 64):
@@ -82,7 +83,11 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
                 kc = kd[c0:c1, hv // 2]
                 L = torch.tril(bd[c0:c1, hv, None] * (kc @ kc.T), -1)
                 ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L) * bd[c0:c1, hv]
-                assert rel_l2(a[c0:c1, hv, : c1 - c0], ref) < TOL
+                G = gd[c0:c1, hv].cumsum(0)
+                gate = torch.tril(torch.exp(G[:, None] - G[None, :]))
+                assert rel_l2(gc[c0:c1, hv], G) < 1e-5
+                assert rel_l2(a[c0:c1, hv, : c1 - c0], ref * gate) < TOL
+                assert not a[c0:c1, hv, c1 - c0:].any()  # columns past the chunk's end are zero
 
 
 @pytest.mark.parametrize("block_v", ["128", "64"])

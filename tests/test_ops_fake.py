@@ -27,8 +27,9 @@ def test_kkt_solve_fake_shapes():
         k = torch.empty(100, 2, 128, dtype=torch.float16)
         beta = torch.empty(100, 6)
         cu = torch.empty(3, dtype=torch.int32)
-        a, rk = ops.kkt_solve(k, beta, cu, cu, 6, True)
+        a, gc, rk = ops.kkt_solve(k, beta, beta, cu, cu, 6, True)
         assert a.shape == (100, 6, 64) and a.dtype == torch.float16 and rk.shape == (100, 6)
+        assert gc.shape == (100, 6) and gc.dtype == torch.float32
 
 
 def test_layer_kernel_ops_fake_shapes():

@@ -74,27 +74,33 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
 
 # --------------------------------------------------------------------------------------------- kkt_solve
 @torch.library.custom_op(f"{_NS}::kkt_solve", mutates_args=())
-def kkt_solve(k: torch.Tensor, beta: torch.Tensor, cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
-              num_v_heads: int, use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta) per chunk; rk = 1/||k|| (l2norm only).
+def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: torch.Tensor,
+              chunk_offsets: torch.Tensor, num_v_heads: int,
+              use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per chunk: A~ = ((I + strict_lower(diag(beta) K K^T))^-1 diag(beta)) (.) exp(G_r - G_s) (lower
+    triangle), G = the chunk-local cumsum of g; rk = 1/||k|| (l2norm only).
 
-    k [T, H, 128] bf16/fp16, beta [T, HV] fp32 -> a [T, HV, 64] (k's dtype), rk [T, HV] fp32.
+    k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32 -> a [T, HV, 64] (k's dtype), gc = G [T, HV] fp32,
+    rk [T, HV] fp32.
     """
     T, H, K = k.shape
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
+    gc = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
     rk = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
     if T == 0:
-        return a, rk
+        return a, gc, rk
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
-    _launch(b, k.device, k=k, beta=beta, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a, rk=rk,
-            num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, num_seqs_p1=cu_seqlens.numel())
-    return a, rk
+    _launch(b, k.device, k=k, beta=beta, g=g, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a,
+            gc=gc, rk=rk, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads,
+            num_seqs_p1=cu_seqlens.numel())
+    return a, gc, rk
 
 
 @kkt_solve.register_fake
-def _(k, beta, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
+def _(k, beta, g, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
     T = k.shape[0]
-    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(T, num_v_heads, dtype=torch.float32))
+    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(T, num_v_heads, dtype=torch.float32),
+            k.new_empty(T, num_v_heads, dtype=torch.float32))
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
@@ -119,13 +125,13 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
         if output_final_state:
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return o, ht
-    a, rk = kkt_solve(k, beta, cu_seqlens, chunk_offsets, HV, use_l2norm)
+    a, gc, rk = kkt_solve(k, beta, g, cu_seqlens, chunk_offsets, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
     b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
-    _launch(b, v.device, q=q, k=k, v=v, g=g, a=a, rk=rk, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
+    _launch(b, v.device, q=q, k=k, v=v, gc=gc, a=a, rk=rk, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
             scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
             num_seqs_p1=cu_seqlens.numel())
     return o, ht
