@@ -116,6 +116,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             rn_s = T.alloc_shared((C,), "float32")
             g_s = T.alloc_shared((C,), "float32")
             gc_s = T.alloc_shared((C,), "float32")
+            ao_s = T.alloc_shared((C, C), dtype)
             g_sum = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             x_s = T.alloc_shared((C, C), "float32")
@@ -190,11 +191,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i)
                 for i, j in T.Parallel(C, C):
+                    ao_s[i, j] = T.cast(T.if_then_else(
+                        j <= i, x_s[i, j] * beta_s[j] * T.exp2(T.min(gc_s[i] - gc_s[j], 0.0) * LOG2E), 0.0), dtype)
+                # rows leave through shared memory so that each thread stores 16-byte vectors
+                for i, j in T.Parallel(C, C):
                     if t0 + i < t_end:
-                        a[t0 + i, hv, j] = T.cast(T.if_then_else(
-                            j <= i,
-                            x_s[i, j] * beta_s[j] * T.exp2(T.min(gc_s[i] - gc_s[j], 0.0) * LOG2E),
-                            0.0), dtype)
+                        a[t0 + i, hv, j] = ao_s[i, j]
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
                         gc[t0 + i, hv] = gc_s[i]
