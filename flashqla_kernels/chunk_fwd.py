@@ -77,6 +77,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=384) as (bhv, n):
             hv = bhv // NVB
             v0 = (bhv % NVB) * BV
+            hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
             hk = hv // (num_v_heads // num_k_heads)
             seq_start = cu_seqlens[n]
             seq_end = cu_seqlens[n + 1]
@@ -98,6 +99,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             vn_s = T.alloc_shared((2, C, BV), dtype)
             p_s = T.alloc_shared((C, C), dtype)
             rq_s = T.alloc_shared((C,), acc)
+            o_s = T.alloc_shared((C, BV), dtype)      # O leaves through shared memory in 16-byte row vectors
+            # v (read elementwise for W) and o (written from the accumulator layout) are not wgmma operands:
+            # swizzle them so those accesses are free of bank conflicts
+            T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
+                               o_s: tilelang.layout.make_swizzled_layout(o_s)})
 
             s_f = T.alloc_fragment((K, BV), acc)
             u_f = T.alloc_fragment((C, BV), acc)
@@ -194,9 +200,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.barrier_wait(vn_ready[vb], (c // 2) % 2)
                     T.gemm(p_s, vn_s[vb, :, :], o_f, clear_accum=False)
                     T.barrier_arrive(vn_used[vb])
+                    T.copy(o_f, o_s)
                     for i, j in T.Parallel(C, BV):
                         if t0 + i < seq_end:
-                            o[t0 + i, hv, v0 + j] = o_f[i, j]
+                            o[t0 + i, hv, v0 + j] = o_s[i, j]
                     T.barrier_arrive(empty[st])
 
             else:

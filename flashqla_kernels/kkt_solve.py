@@ -130,6 +130,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid)  # the chunk's sequence
             total_chunks = chunk_offsets[num_seqs_p1 - 1]
+            hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
             hk = hv // (num_v_heads // num_k_heads)
             t0 = cu_seqlens[lo] + (cid - chunk_offsets[lo]) * C
             t_end = cu_seqlens[lo + 1]

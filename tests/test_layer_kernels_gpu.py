@@ -6,6 +6,7 @@ kernels round where transformers' torch path rounds (conv result, then SiLU; nor
 product, gate product), so the comparison with that path is at one bf16 rounding step (rtol 2^-7).
 """
 
+import contextlib
 import os
 
 os.environ.setdefault("FLASHQLA_POISON", "1")
@@ -16,7 +17,7 @@ import torch  # noqa: E402
 import flashqla  # noqa: E402
 import flashqla.ops as fops  # noqa: E402
 from flashqla import layer_kernels, layers  # noqa: E402
-from test_layers_gpu import _model, swapped_trio  # noqa: E402
+from test_layers_gpu import _model, exact_gdn, swapped_trio  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 BF16_RTOL = 2.0 ** -7
