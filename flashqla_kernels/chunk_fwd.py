@@ -23,19 +23,16 @@ With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its row
 are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
 Rows past the end of a sequence get d = 0 and a zero Gamma row: they add nothing and are never stored.
 
-Tile plan: one CTA per (sequence, value head, V block of `block_v`), `state_groups` + 2 warpgroups:
-    state groups (1 or 2 warpgroups, each owning block_v / state_groups columns of S, fp32 in registers):
-                   write S (bf16) to shared, U = K S, W, Vn = A~ W, S = gamma_last S + K^T (d Vn)
-                   -- the serial chain across chunks; with two groups the two column halves run side by
-                   side, so one half's CUDA-core passes overlap the other's wgmma. A group waits on nothing
-                   but its inputs and the release of the two buffers it hands over.
-    output       : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, O through shared memory to a masked store
-    producer     : one warp loads q, k, v, a (TMA) and G, with the per-row factors of the state groups
-                   (gamma rk, d rk, gamma_last) computed once, into `num_stages` shared stages.
+Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroups (`threads` = 384):
+    WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,
+                   S = gamma_last S + K^T (d Vn)           -- the serial chain across chunks; it waits on
+                   nothing but its inputs and the release of the two buffers it hands over
+    WG1 "output" : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, masked store of O   -- overlaps WG0's chain
+    WG2 producer : one warp loads q, k, v, a (TMA) and G, with the per-row factors of WG0 (gamma rk, d rk,
+                   gamma_last) computed once, into `num_stages` shared stages.
 Every product is a wgmma from shared memory with fp32 accumulation; mbarriers hand stages and
 intermediates between warpgroups (Vn double-buffered); w/u, the deltas and the per-chunk states never
-leave the SM. Registers: 128 * (state_groups * state_regs + output_regs + producer_regs) <= 65536,
-redistributed at run time with setmaxnreg.
+leave the SM.
 """
 
 
@@ -46,85 +43,21 @@ LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
 
 
-# registers a warpgroup may claim (setmaxnreg): the whole CTA shares 65536
-REG_FILE = 65536
-
-
-def _nreg_direction(target: int, threads: int) -> int:
-    """setmaxnreg .inc (1) or .dec (0): the launch gives every thread REG_FILE / threads registers, and an
-    .inc below the current count (or a .dec above it) is an illegal instruction."""
-    cap = (REG_FILE // threads) // 8 * 8
-    return 1 if target > cap else 0
-
-
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
-                      state_groups: int = 2, head_dim: int = 128, chunk_size: int = 64, num_stages: int = 2,
-                      state_regs: int | None = None, output_regs: int | None = None, producer_regs: int = 40):
-    """state_groups: warpgroups that carry the state chain, each owning block_v / state_groups columns of
-    S (2: two chains run side by side and each one's CUDA-core work overlaps the other's tensor-core work)."""
+                      head_dim: int = 128, chunk_size: int = 64, num_stages: int = 2,
+                      state_regs: int = 240, output_regs: int = 160, producer_regs: int = 40):
+    # setmaxnreg: the launch cap is 65536 / 384 = 168 registers a thread; the state warpgroup grows to
+    # `state_regs` (inc), the output and producer warpgroups shrink (dec). .inc below the current count
+    # (or .dec above it) is an illegal instruction, so the direction follows from the cap.
     K = V = head_dim
-    C, BV, NS, SG = chunk_size, block_v, num_stages, state_groups
-    assert V % BV == 0 and SG in (1, 2) and BV % (16 * SG) == 0
-    BVS = BV // SG  # state columns per group
+    C, BV, NS = chunk_size, block_v, num_stages
+    assert V % BV == 0
     NVB = V // BV
-    threads = 128 * (SG + 2)
-    if state_regs is None:
-        state_regs = 240 if SG == 1 else 152
-    if output_regs is None:
-        output_regs = 160 if SG == 1 else 168
-    assert 128 * (SG * state_regs + output_regs + producer_regs) <= REG_FILE
-    state_inc = _nreg_direction(state_regs, threads)
-    output_inc = _nreg_direction(output_regs, threads)
-    producer_inc = _nreg_direction(producer_regs, threads)
-    OUT_WG = 128 * SG  # first thread of the output warpgroup
-    PROD_WG = OUT_WG + 128
     num_tokens = T.dynamic("num_tokens")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
     num_seqs_p1 = T.dynamic("num_seqs_p1")
     acc = "float32"
-
-    @T.macro
-    def state_chain(gi, s_f, u_f, wf_f, k_s, v_s, a_s, h_s, w_s, vn_s, wf_s, uf_s, gl_s, full, empty,
-                    h_ready, h_used, vn_ready, vn_used, h0, ht, flags, n, hv, v0, n_chunks):
-        """One state group: columns [gi * BVS, (gi + 1) * BVS) of S through every chunk."""
-        c0 = gi * BVS
-        if flags % 2 == 1:
-            T.copy(h0[n, hv, 0:K, v0 + c0:v0 + c0 + BVS], s_f)
-        else:
-            T.clear(s_f)
-        for c in T.serial(n_chunks):
-            st = c % NS
-            vb = c % 2
-            T.barrier_wait(full[st], (c // NS) % 2)
-            T.barrier_wait(h_used, (c + 1) % 2)
-            T.copy(s_f, h_s[gi, :, :])
-            T.fence_proxy_async()  # generic-proxy stores -> the output warpgroup's wgmma reads
-            T.barrier_arrive(h_ready)
-            T.gemm(k_s[st, :, :], h_s[gi, :, :], u_f, clear_accum=True)
-            for i in T.Parallel(C):
-                wf_f[i] = wf_s[st, i]
-            # W in registers first, then one store pass: a loop that both reads v_s and writes w_s gets a
-            # warpgroup barrier per iteration from TileLang's hazard analysis
-            for i, j in T.Parallel(C, BVS):
-                u_f[i, j] = v_s[st, i, c0 + j] - wf_f[i] * u_f[i, j]
-            T.copy(u_f, w_s[gi, :, :])
-            T.fence_proxy_async()  # each thread's stores -> the async proxy, before the gemm's barrier
-            T.gemm(a_s[st, :, :], w_s[gi, :, :], u_f, clear_accum=True)
-            T.barrier_wait(vn_used[vb], (c // 2 + 1) % 2)
-            for i in T.Parallel(C):
-                wf_f[i] = uf_s[st, i]
-            for i, j in T.Parallel(C, BVS):
-                vn_s[vb * SG + gi, i, j] = u_f[i, j]
-                w_s[gi, i, j] = u_f[i, j] * wf_f[i]
-            T.fence_proxy_async()
-            T.barrier_arrive(vn_ready[vb])
-            for i, j in T.Parallel(K, BVS):
-                s_f[i, j] = s_f[i, j] * gl_s[st]
-            T.gemm(k_s[st, :, :], w_s[gi, :, :], s_f, transpose_A=True, clear_accum=False)
-            T.barrier_arrive(empty[st])
-        if flags // 2 % 2 == 1:
-            T.copy(s_f, ht[n, hv, 0:K, v0 + c0:v0 + c0 + BVS])
 
     @T.prim_func
     def chunk_fwd(
@@ -141,7 +74,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         scale: T.float32,
         flags: T.int32,
     ):
-        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=threads) as (bhv, n):
+        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=384) as (bhv, n):
             hv = bhv // NVB
             v0 = (bhv % NVB) * BV
             hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
@@ -159,27 +92,23 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             rk_s = T.alloc_shared((NS, C), acc)      # 1/||k|| (l2norm) or 1
             wf_s = T.alloc_shared((NS, C), acc)      # gamma_r rk_r: row factor of K S0 in W
             uf_s = T.alloc_shared((NS, C), acc)      # d_r rk_r (0 past the end): row factor of Vn in S
-            gl_s = T.alloc_shared((NS,), acc)        # gamma_last
-            # intermediates handed between warpgroups, one slice per state group
-            h_s = T.alloc_shared((SG, K, BVS), dtype)
-            w_s = T.alloc_shared((SG, C, BVS), dtype)
-            vn_s = T.alloc_shared((2 * SG, C, BVS), dtype)  # double-buffered: [buffer * SG + group]
+            gl_s = T.alloc_shared((NS,), acc)       # gamma_last
+            # intermediates handed between warpgroups
+            h_s = T.alloc_shared((K, BV), dtype)
+            w_s = T.alloc_shared((C, BV), dtype)
+            vn_s = T.alloc_shared((2, C, BV), dtype)
             p_s = T.alloc_shared((C, C), dtype)
             rq_s = T.alloc_shared((C,), acc)
-            o_s = T.alloc_shared((SG, C, BVS), dtype)  # O leaves through shared memory in 16-byte row vectors
+            o_s = T.alloc_shared((C, BV), dtype)      # O leaves through shared memory in 16-byte row vectors
             # v (read elementwise for W) and o (written from the accumulator layout) are not wgmma operands:
             # swizzle them so those accesses are free of bank conflicts
             T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
                                o_s: tilelang.layout.make_swizzled_layout(o_s)})
 
-            s0_f = T.alloc_fragment((K, BVS), acc)
-            u0_f = T.alloc_fragment((C, BVS), acc)
-            wf0_f = T.alloc_fragment((C,), acc)
-            s1_f = T.alloc_fragment((K, BVS), acc)
-            u1_f = T.alloc_fragment((C, BVS), acc)
-            wf1_f = T.alloc_fragment((C,), acc)
-            o0_f = T.alloc_fragment((C, BVS), acc)
-            o1_f = T.alloc_fragment((C, BVS), acc)
+            s_f = T.alloc_fragment((K, BV), acc)
+            u_f = T.alloc_fragment((C, BV), acc)
+            wf_f = T.alloc_fragment((C,), acc)
+            o_f = T.alloc_fragment((C, BV), acc)
             p_f = T.alloc_fragment((C, C), acc)
             ga_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, K), acc)
@@ -187,27 +116,57 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             of_f = T.alloc_fragment((C,), acc)
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
-            empty = T.alloc_barrier(arrive_count=[128 * (SG + 1)] * NS)
-            h_ready = T.alloc_barrier(arrive_count=128 * SG)
+            empty = T.alloc_barrier(arrive_count=[256] * NS)
+            h_ready = T.alloc_barrier(arrive_count=128)
             h_used = T.alloc_barrier(arrive_count=128)
-            vn_ready = T.alloc_barrier(arrive_count=[128 * SG, 128 * SG])
+            vn_ready = T.alloc_barrier(arrive_count=[128, 128])
             vn_used = T.alloc_barrier(arrive_count=[128, 128])
 
             tx = T.get_thread_binding()
 
             if tx < 128:
-                # ------------------------------------------------------------- state group 0
-                T.set_max_nreg(state_regs, state_inc)
-                state_chain(0, s0_f, u0_f, wf0_f, k_s, v_s, a_s, h_s, w_s, vn_s, wf_s, uf_s, gl_s, full, empty,
-                            h_ready, h_used, vn_ready, vn_used, h0, ht, flags, n, hv, v0, n_chunks)
-            elif tx < OUT_WG:
-                # ------------------------------------------------------------- state group 1 (SG == 2)
-                T.set_max_nreg(state_regs, state_inc)
-                state_chain(1, s1_f, u1_f, wf1_f, k_s, v_s, a_s, h_s, w_s, vn_s, wf_s, uf_s, gl_s, full, empty,
-                            h_ready, h_used, vn_ready, vn_used, h0, ht, flags, n, hv, v0, n_chunks)
-            elif tx < PROD_WG:
-                # ------------------------------------------------------------- output warpgroup
-                T.set_max_nreg(output_regs, output_inc)
+                # ------------------------------------------------------------- WG0: state chain
+                T.set_max_nreg(state_regs, 1)
+                if flags % 2 == 1:
+                    T.copy(h0[n, hv, 0:K, v0:v0 + BV], s_f)
+                else:
+                    T.clear(s_f)
+                for c in T.serial(n_chunks):
+                    st = c % NS
+                    vb = c % 2
+                    T.barrier_wait(full[st], (c // NS) % 2)
+                    T.barrier_wait(h_used, (c + 1) % 2)
+                    T.copy(s_f, h_s)
+                    T.fence_proxy_async()  # generic-proxy stores -> WG1's wgmma reads
+                    T.barrier_arrive(h_ready)
+                    T.gemm(k_s[st, :, :], h_s, u_f, clear_accum=True)
+                    for i in T.Parallel(C):
+                        wf_f[i] = wf_s[st, i]
+                    # W in registers first, then one store pass: a loop that both reads v_s and writes
+                    # w_s gets a warpgroup barrier per iteration from TileLang's hazard analysis
+                    for i, j in T.Parallel(C, BV):
+                        u_f[i, j] = v_s[st, i, j] - wf_f[i] * u_f[i, j]
+                    T.copy(u_f, w_s)
+                    T.fence_proxy_async()  # each thread's stores -> the async proxy, before the gemm's barrier
+                    T.gemm(a_s[st, :, :], w_s, u_f, clear_accum=True)
+                    T.barrier_wait(vn_used[vb], (c // 2 + 1) % 2)
+                    for i in T.Parallel(C):
+                        wf_f[i] = uf_s[st, i]
+                    for i, j in T.Parallel(C, BV):
+                        vn_s[vb, i, j] = u_f[i, j]
+                        w_s[i, j] = u_f[i, j] * wf_f[i]
+                    T.fence_proxy_async()
+                    T.barrier_arrive(vn_ready[vb])
+                    for i, j in T.Parallel(K, BV):
+                        s_f[i, j] = s_f[i, j] * gl_s[st]
+                    T.gemm(k_s[st, :, :], w_s, s_f, transpose_A=True, clear_accum=False)
+                    T.barrier_arrive(empty[st])
+                if flags // 2 % 2 == 1:
+                    T.copy(s_f, ht[n, hv, 0:K, v0:v0 + BV])
+
+            elif tx < 256:
+                # ------------------------------------------------------------- WG1: output
+                T.set_max_nreg(output_regs, 0)  # below the launch cap (65536 / 384 = 168): a decrease
                 for c in T.serial(n_chunks):
                     st = c % NS
                     vb = c % 2
@@ -216,11 +175,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     for i, j in T.Parallel(C, C):
                         ga_f[i, j] = T.if_then_else(
                             (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[st, i] - gc_s[st, j]) * LOG2E), 0.0)
-                    # Q S first: it frees h_s, which the state groups overwrite at their next chunk
+                    # Q S first: it frees h_s, which the state warpgroup overwrites at its next chunk
                     T.barrier_wait(h_ready, c % 2)
-                    T.gemm(q_s[st, :, :], h_s[0, :, :], o0_f, clear_accum=True)
-                    if SG == 2:
-                        T.gemm(q_s[st, :, :], h_s[1, :, :], o1_f, clear_accum=True)
+                    T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
                     T.barrier_arrive(h_used)
                     T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
                     if use_l2norm:
@@ -238,28 +195,21 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             p_s[i, j] = p_f[i, j] * ga_f[i, j] * scale
                     for i in T.Parallel(C):
                         of_f[i] = T.exp2(gc_s[st, i] * LOG2E) * rq_s[i]
-                    for i, j in T.Parallel(C, BVS):
-                        o0_f[i, j] = o0_f[i, j] * of_f[i]
-                    if SG == 2:
-                        for i, j in T.Parallel(C, BVS):
-                            o1_f[i, j] = o1_f[i, j] * of_f[i]
+                    for i, j in T.Parallel(C, BV):
+                        o_f[i, j] = o_f[i, j] * of_f[i]
                     T.barrier_wait(vn_ready[vb], (c // 2) % 2)
-                    T.gemm(p_s, vn_s[vb * SG, :, :], o0_f, clear_accum=False)
-                    if SG == 2:
-                        T.gemm(p_s, vn_s[vb * SG + 1, :, :], o1_f, clear_accum=False)
+                    T.gemm(p_s, vn_s[vb, :, :], o_f, clear_accum=False)
                     T.barrier_arrive(vn_used[vb])
-                    T.copy(o0_f, o_s[0, :, :])
-                    if SG == 2:
-                        T.copy(o1_f, o_s[1, :, :])
-                    for gi, i, j in T.Parallel(SG, C, BVS):
+                    T.copy(o_f, o_s)
+                    for i, j in T.Parallel(C, BV):
                         if t0 + i < seq_end:
-                            o[t0 + i, hv, v0 + gi * BVS + j] = o_s[gi, i, j]
+                            o[t0 + i, hv, v0 + j] = o_s[i, j]
                     T.barrier_arrive(empty[st])
 
             else:
-                # ------------------------------------------------------------- producer
-                T.set_max_nreg(producer_regs, producer_inc)
-                if tx < PROD_WG + 32:
+                # ------------------------------------------------------------- WG2: producer
+                T.set_max_nreg(producer_regs, 0)
+                if tx < 256 + 32:
                     for c in T.serial(n_chunks):
                         st = c % NS
                         t0 = seq_start + c * C

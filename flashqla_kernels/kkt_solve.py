@@ -19,10 +19,8 @@ bf16/fp16. With use_l2norm, L is built from normalised keys without a pass over 
 diagonal of K K^T. Rows past the end of a sequence get beta = 0 and g = 0, so they solve to zero and are
 never stored (a chunk never writes into its neighbour's rows).
 
-Tile plan: one CTA of `threads` threads per (chunk, key head). The K chunk [C, K] is loaded and K K^T is
-one wgmma (C x C x K) into fp32 registers, once for the HV/H value heads that share the key head (GVA);
-then, for each of those value heads in turn, the masked L = strict_lower(diag(beta) K K^T) goes to shared
-memory in fp32, and the unit lower
+Tile plan: one CTA of `threads` threads per (chunk, value head). K chunk [C, K] arrives by TMA, K K^T is one
+wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32, and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
 (one thread per column, in registers; the same threads then form the chunk cumsum of g, one row each),
 then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
@@ -111,7 +109,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         gc: T.Tensor((num_tokens, num_v_heads), "float32"),
         rk: T.Tensor((num_tokens, num_v_heads), "float32"),
     ):
-        with T.Kernel(num_tokens // C + num_seqs_p1, num_k_heads, threads=threads) as (cid, hk):
+        with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
             k_s = T.alloc_shared((C, K), dtype)
             l_s = T.alloc_shared((C, C), "float32")
             beta_s = T.alloc_shared((C,), "float32")
@@ -132,81 +130,76 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid)  # the chunk's sequence
             total_chunks = chunk_offsets[num_seqs_p1 - 1]
-            ratio = T.alloc_var("int32")  # value heads per key head (GVA); int32 once, not per index
-            ratio = num_v_heads // num_k_heads
-            hv = T.alloc_var("int32")
+            hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
+            hk = hv // (num_v_heads // num_k_heads)
             t0 = cu_seqlens[lo] + (cid - chunk_offsets[lo]) * C
             t_end = cu_seqlens[lo + 1]
             tx = T.get_thread_binding()
 
             if cid < total_chunks:
-                # K and K K^T once per key head, shared by its `ratio` value heads
                 T.copy(k[t0:t0 + C, hk, :], k_s)
+                for i in T.Parallel(C):
+                    beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
+                    g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
                 T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
+                T.copy(kk_f, l_s)
                 if use_l2norm:
-                    T.copy(kk_f, l_s)
                     for i in T.Parallel(C):
                         rn_s[i] = T.rsqrt(l_s[i, i] + L2NORM_EPS)
-                for rh in T.serial(ratio):
-                    hv = hk * ratio + rh
-                    T.sync_threads()  # the previous value head is done with every shared tile
-                    for i in T.Parallel(C):
-                        beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
-                        g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
-                    if use_l2norm:
-                        for i in T.Parallel(C):
-                            if t0 + i < t_end:
-                                rk[t0 + i, hv] = rn_s[i]
-                        for i, j in T.Parallel(C, C):
-                            l_s[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i] * rn_s[i] * rn_s[j], 0.0)
-                    else:
-                        for i, j in T.Parallel(C, C):
-                            l_s[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i], 0.0)
-                    T.clear(x_s)  # the merges read whole diagonal blocks: their upper triangles must be 0
-                    # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
-                    if tx < C:
-                        blk = tx // SUB
-                        cj = tx % SUB
-                        for r in T.unroll(SUB):
-                            col[r] = T.if_then_else(r == cj, 1.0, 0.0)
-                            for s_ in T.unroll(SUB):
-                                if s_ < r:
-                                    col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
-                        for r in T.unroll(SUB):
-                            x_s[blk * SUB + r, blk * SUB + cj] = col[r]
-                        # the chunk cumsum of g, row tx (loads are broadcasts, the sum stays in a register)
-                        g_sum = 0.0
-                        for j in T.serial(C):
-                            g_sum += T.if_then_else(j <= tx, g_s[j], 0.0)
-                        gc_s[tx] = g_sum
-                    # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
-                    if merge == "regs":
-                        T.sync_threads()
-                        merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
-                        merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
-                    elif merge == "tc":
-                        T.sync_threads()
-                        merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
-                        # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
-                        T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
-                        T.copy(m_f, t_s)
-                        T.gemm(x_s[2 * SUB:C, 2 * SUB:C], t_s, m_f, clear_accum=True)
-                        for i, j in T.Parallel(2 * SUB, 2 * SUB):
-                            x_s[2 * SUB + i, j] = -m_f[i, j]
-                    else:
-                        merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
-                        merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
-                    T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
-                    # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i)
-                    for i, j in T.Parallel(C, C):
-                        ao_s[i, j] = T.cast(T.if_then_else(
-                            j <= i, x_s[i, j] * beta_s[j] * T.exp2(T.min(gc_s[i] - gc_s[j], 0.0) * LOG2E), 0.0), dtype)
-                    # rows leave through shared memory so that each thread stores 16-byte vectors
-                    for i, j in T.Parallel(C, C):
-                        if t0 + i < t_end:
-                            a[t0 + i, hv, j] = ao_s[i, j]
                     for i in T.Parallel(C):
                         if t0 + i < t_end:
-                            gc[t0 + i, hv] = gc_s[i]
+                            rk[t0 + i, hv] = rn_s[i]
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i] * rn_s[i] * rn_s[j], 0.0)
+                else:
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i], 0.0)
+                T.copy(kk_f, l_s)
+                T.clear(x_s)  # the merges read whole diagonal blocks: their upper triangles must be 0
+                # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
+                if tx < C:
+                    blk = tx // SUB
+                    cj = tx % SUB
+                    for r in T.unroll(SUB):
+                        col[r] = T.if_then_else(r == cj, 1.0, 0.0)
+                        for s_ in T.unroll(SUB):
+                            if s_ < r:
+                                col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
+                    for r in T.unroll(SUB):
+                        x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+                    # the chunk cumsum of g, row tx (loads are broadcasts, the sum stays in a register)
+                    g_sum = 0.0
+                    for j in T.serial(C):
+                        g_sum += T.if_then_else(j <= tx, g_s[j], 0.0)
+                    gc_s[tx] = g_sum
+                # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
+                if merge == "regs":
+                    T.sync_threads()
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
+                elif merge == "tc":
+                    T.sync_threads()
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
+                    T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
+                    T.copy(m_f, t_s)
+                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], t_s, m_f, clear_accum=True)
+                    for i, j in T.Parallel(2 * SUB, 2 * SUB):
+                        x_s[2 * SUB + i, j] = -m_f[i, j]
+                else:
+                    merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
+                    merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
+                T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
+                # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i)
+                for i, j in T.Parallel(C, C):
+                    ao_s[i, j] = T.cast(T.if_then_else(
+                        j <= i, x_s[i, j] * beta_s[j] * T.exp2(T.min(gc_s[i] - gc_s[j], 0.0) * LOG2E), 0.0), dtype)
+                # rows leave through shared memory so that each thread stores 16-byte vectors
+                for i, j in T.Parallel(C, C):
+                    if t0 + i < t_end:
+                        a[t0 + i, hv, j] = ao_s[i, j]
+                for i in T.Parallel(C):
+                    if t0 + i < t_end:
+                        gc[t0 + i, hv] = gc_s[i]
 
     return kkt_solve

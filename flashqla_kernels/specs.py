@@ -13,7 +13,6 @@ DTYPES = ("bfloat16", "float16")
 HEAD_DIM = 128
 KKT_MERGES = ("regs", "tc")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
 CHUNK = 64
-CHUNK_STATE_GROUPS = (2, 1)  # chunk_fwd state warpgroups (see chunk_fwd.py); the runtime picks FLASHQLA_STATE_GROUPS
 RECURRENT_BLOCK_VS = (32, 16)  # recurrent_fwd V blocks: 16 doubles the CTAs of small decode batches
 
 
@@ -48,8 +47,8 @@ def kkt_solve_specs() -> list[Spec]:
 
 def chunk_fwd_specs() -> list[Spec]:
     return [
-        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, state_groups=sg)
-        for d in DTYPES for l2 in (False, True) for bv in (128, 64) for sg in CHUNK_STATE_GROUPS
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv)
+        for d in DTYPES for l2 in (False, True) for bv in (128, 64)
     ]
 
 

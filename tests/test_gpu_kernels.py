@@ -90,15 +90,11 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
                 assert not a[c0:c1, hv, c1 - c0:].any()  # columns past the chunk's end are zero
 
 
-@pytest.mark.parametrize("state_groups", [2, 1])
 @pytest.mark.parametrize("block_v", ["128", "64"])
 @pytest.mark.parametrize("ratio", [1, 2, 3, 4])
 @pytest.mark.parametrize("l2norm", [False, True])
-def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm, state_groups):
-    from flashqla import ops
-
+def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm):
     monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
-    monkeypatch.setattr(ops, "STATE_GROUPS", state_groups)
     seqlens = [130, 0, 64, 1, 257, 63]
     inp = make_inputs(seqlens, H=2, HV=2 * ratio, l2norm_in_kernel=l2norm, seed=ratio + 10 * l2norm)
     o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm)

@@ -37,9 +37,7 @@ def device_supported(device: torch.device) -> tuple[bool, str]:
 def _binaries_ready() -> tuple[bool, str]:
     from . import loader
 
-    from .ops import STATE_GROUPS
-
-    if loader.find("chunk_fwd", dtype="bfloat16", use_l2norm=False, block_v=128, state_groups=STATE_GROUPS) is None:
+    if loader.find("chunk_fwd", dtype="bfloat16", use_l2norm=False, block_v=128) is None:
         return False, "no prebuilt binaries found (run `python -m flashqla_kernels.build`)"
     return True, ""
 

@@ -24,8 +24,6 @@ _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 # Block-merge variant of kkt_solve ("tc": 32 -> 64 merge on tf32 tensor cores, default; "regs": all on CUDA cores).
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "tc")
-# Warpgroups carrying the fused kernel's state chain (2: two column halves side by side, default; 1: one).
-STATE_GROUPS = int(os.environ.get("FLASHQLA_STATE_GROUPS", "2"))
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -132,8 +130,7 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
-    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v,
-                state_groups=STATE_GROUPS)
+    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
     _launch(b, v.device, q=q, k=k, v=v, gc=gc, a=a, rk=rk, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
             scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
             num_seqs_p1=cu_seqlens.numel())

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Third of the three back-to-back FlashInfer calls: finish unpacking its CUTLASS DSL, then the full
+# 48-row grid, one library at a time (each writes its JSON after every row; merge with
+# benchmarks/merge_results.py): FlashInfer, flashqla, FLA Triton, then FlashQLA with the time left.
+# Carry [".device-fi/cdsl.part.ab", ".device-bins"] on a machine warm from the first two calls.
+set -uo pipefail
+cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -xf - && rm -f /tmp/stage/cdsl.part.aa
+source benchmarks/device_env.sh
+R=$OUT/r; mkdir -p "$R"; keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
+python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" > "$R/versions.txt"
+for spec in flashinfer:140 flashqla:110 fla:140 flash_qla:150; do
+  lib=${spec%%:*}; t=${spec##*:}
+  env $( [ $lib = fla ] && echo FLA_FLASH_QLA=0 ) timeout $t python benchmarks/bench_prefill.py --lib $lib \
+    --rows all --rep ${REP:-40} --out "$R/bench_$lib.json" 2>&1 | grep -E "^$lib " | tail -2
+  keep
+done
