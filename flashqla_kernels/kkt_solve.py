@@ -7,6 +7,7 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
     g            [T, HV]     fp32 per-token log decay (<= 0)
     cu_seqlens   [N + 1]     int32, sequence boundaries
     chunk_offsets[N + 1]     int32, exclusive prefix sum of ceil(len_n / C): chunk id -> sequence
+    search_steps             int32, halvings of the chunk -> sequence search (>= bit_length(N))
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :]
     gc           [T, HV]     fp32, G: the cumsum of g from the start of the token's chunk
@@ -108,6 +109,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         gc: T.Tensor((num_tokens, num_v_heads), "float32"),
         rk: T.Tensor((num_tokens, num_v_heads), "float32"),
+        search_steps: T.int32,
     ):
         with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
             k_s = T.alloc_shared((C, K), dtype)
@@ -128,7 +130,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             col = T.alloc_local((SUB,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
-            lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid)  # the chunk's sequence
+            lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid, search_steps)  # the chunk's sequence
             total_chunks = chunk_offsets[num_seqs_p1 - 1]
             hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
             hk = hv // (num_v_heads // num_k_heads)
@@ -191,9 +193,15 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
                 T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i)
-                for i, j in T.Parallel(C, C):
-                    ao_s[i, j] = T.cast(T.if_then_else(
-                        j <= i, x_s[i, j] * beta_s[j] * T.exp2(T.min(gc_s[i] - gc_s[j], 0.0) * LOG2E), 0.0), dtype)
+                # one column per thread (threads // C rows at a time), so the column's beta and G are
+                # loaded once into registers and the row's G is a broadcast
+                ej = tx % C
+                col_beta = beta_s[ej]
+                col_g = gc_s[ej]
+                for ii in T.unroll(C * C // threads):
+                    ei = ii * (threads // C) + tx // C
+                    ao_s[ei, ej] = T.cast(T.if_then_else(
+                        ej <= ei, x_s[ei, ej] * col_beta * T.exp2(T.min(gc_s[ei] - col_g, 0.0) * LOG2E), 0.0), dtype)
                 # rows leave through shared memory so that each thread stores 16-byte vectors
                 for i, j in T.Parallel(C, C):
                     if t0 + i < t_end:

@@ -5,14 +5,15 @@ import tilelang.language as T
 
 
 @T.macro
-def sequence_of_chunk(chunk_offsets, num_seqs_p1, cid):
-    """The largest n with chunk_offsets[n] <= cid: a 31-step binary search (enough for any int32 count)."""
+def sequence_of_chunk(chunk_offsets, num_seqs_p1, cid, search_steps=31):
+    """The largest n with chunk_offsets[n] <= cid: a binary search of `search_steps` halvings (31 is enough for any
+    int32 count; a run-time value >= bit_length(number of sequences) is enough for the call at hand)."""
     lo = T.alloc_var("int32")
     hi = T.alloc_var("int32")
     mid = T.alloc_var("int32")
     lo = 0
     hi = num_seqs_p1 - 1
-    for _ in T.serial(31):
+    for _ in T.serial(search_steps):
         if hi - lo > 1:
             mid = (lo + hi) // 2
             if chunk_offsets[mid] <= cid:

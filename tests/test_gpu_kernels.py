@@ -103,6 +103,18 @@ def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm):
     assert rel_l2(ht, ht_ref) < TOL
 
 
+def test_many_ragged_sequences():
+    """41 sequences (some empty, most shorter than a chunk): the chunk -> sequence search runs its full depth."""
+    gen = torch.Generator().manual_seed(41)
+    seqlens = torch.randint(0, 150, (41,), generator=gen).tolist()
+    seqlens[3] = seqlens[17] = 0
+    inp = make_inputs(seqlens, H=2, HV=4, seed=41)
+    o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    o_ref, ht_ref = oracle(inp, False)
+    assert rel_l2(o, o_ref) < TOL
+    assert rel_l2(ht, ht_ref) < TOL
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_fixed_length_batch_and_no_initial_state(dtype):
     inp = make_inputs([200, 200, 200], H=2, HV=4, dtype=dtype, h0=False, seed=3)

@@ -91,8 +91,8 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: 
         return a, gc, rk
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
     _launch(b, k.device, k=k, beta=beta, g=g, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a,
-            gc=gc, rk=rk, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads,
-            num_seqs_p1=cu_seqlens.numel())
+            gc=gc, rk=rk, search_steps=max(1, (cu_seqlens.numel() - 1).bit_length()), num_tokens=T,
+            num_k_heads=H, num_v_heads=num_v_heads, num_seqs_p1=cu_seqlens.numel())
     return a, gc, rk
 
 
