@@ -9,7 +9,7 @@ source benchmarks/device_env.sh
 R=$OUT/r; mkdir -p "$R"; keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" > "$R/versions.txt"
-for spec in flashinfer:140 flashqla:110 fla:140 flash_qla:150; do
+for spec in flashinfer:130 flashqla:100 fla:170 flash_qla:150; do
   lib=${spec%%:*}; t=${spec##*:}
   env $( [ $lib = fla ] && echo FLA_FLASH_QLA=0 ) timeout $t python benchmarks/bench_prefill.py --lib $lib \
     --rows all --rep ${REP:-40} --out "$R/bench_$lib.json" 2>&1 | grep -E "^$lib " | tail -2
