@@ -78,12 +78,17 @@ def time_kkt_solve(inp, rep):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--rows", default="quick")
+    ap.add_argument("--rows", default="quick", help='"quick", "all" or "HEAD/SEQS,HEAD/SEQS,..."')
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
     ap.add_argument("--breakdown", action="store_true", help="flashqla: also time kkt_solve alone")
     args = ap.parse_args()
-    rows = QUICK if args.rows == "quick" else [(h, s) for h in HEAD_CONFIGS for s in SEQ_LAYOUTS]
+    if args.rows == "quick":
+        rows = QUICK
+    elif args.rows == "all":
+        rows = [(h, s) for h in HEAD_CONFIGS for s in SEQ_LAYOUTS]
+    else:  # "HEAD/SEQS,HEAD/SEQS,...", e.g. "2B-TP1/1024x8,397B-TP4/1024x8"
+        rows = [tuple(r.split("/")) for r in args.rows.split(",")]
     results = {"lib": args.lib, "device": torch.cuda.get_device_name(), "kind": device_kind(),
                "torch": torch.__version__, "rows": []}
     try:
