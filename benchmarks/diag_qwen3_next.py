@@ -2,7 +2,7 @@
 
 Prefill of 4 x 150 tokens into a cache (as tests/test_layer_kernels_gpu.py's cache test), median over
 tokens of the mean |logit - fp32 logit|, with each flashqla piece switched off in turn.
-python benchmarks/diag_qwen3_next.py [family]
+python benchmarks/diag_qwen3_next.py [family] [dense]
 """
 
 import contextlib
@@ -32,7 +32,8 @@ def main():
     from transformers import DynamicCache
 
     family = sys.argv[1] if len(sys.argv) > 1 else "qwen3_next"
-    fp32, base, fast = swapped_trio(family)
+    dense = len(sys.argv) > 2 and sys.argv[2] == "dense"
+    fp32, base, fast = swapped_trio(family, dense_mlp=dense)
     gen = torch.Generator().manual_seed(7)
     prompt = torch.randint(1, 512, (4, 150), generator=gen).cuda()
 
@@ -46,7 +47,7 @@ def main():
         return f"median {e.median().item():.4f} mean {e.mean().item():.4f}"
 
     for cache in (False, True):
-        print(family, "cache" if cache else "no cache")
+        print(family, "dense MLPs" if dense else "MoE", "cache" if cache else "no cache")
         print("  transformers bf16      ", err(base, cache))
         print("  flashqla all kernels   ", err(fast, cache))
         with off(lk, "conv_qkv"):

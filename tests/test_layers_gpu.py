@@ -22,7 +22,7 @@ from test_layers_e2e_cpu import FAMILIES, init_gdn_decay, mean_err, runs_flashql
 pytestmark = pytest.mark.gpu
 
 
-def _model(family):
+def _model(family, dense_mlp=False):
     import transformers
 
     common = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
@@ -36,7 +36,9 @@ def _model(family):
     elif family == "qwen3_5_moe":
         cfg, cls = transformers.Qwen3_5MoeTextConfig(**common, **moe), transformers.Qwen3_5MoeForCausalLM
     else:
-        cfg, cls = transformers.Qwen3NextConfig(**common, **moe, decoder_sparse_step=1), transformers.Qwen3NextForCausalLM
+        extra = dict(mlp_only_layers=list(range(common["num_hidden_layers"]))) if dense_mlp else {}
+        cfg, cls = (transformers.Qwen3NextConfig(**common, **moe, decoder_sparse_step=1, **extra),
+                    transformers.Qwen3NextForCausalLM)
     torch.manual_seed(1234)
     return init_gdn_decay(cls(cfg)).eval()
 
@@ -73,13 +75,14 @@ def exact_gdn(family):
             setattr(mod, name, fn)
 
 
-def swapped_trio(family):
-    """The fp32 model, its bf16 copy (transformers' forward) and a bf16 copy whose GDN layers run flashqla."""
+def swapped_trio(family, dense_mlp=False):
+    """The fp32 model, its bf16 copy (transformers' forward) and a bf16 copy whose GDN layers run flashqla.
+    dense_mlp: Qwen3-Next with dense MLPs in every layer (no expert routing to flip between bf16 runs)."""
     import kernels
     from kernels import Mode
 
     flashqla.register()
-    fp32 = _model(family).cuda()
+    fp32 = _model(family, dense_mlp).cuda()
     base = copy.deepcopy(fp32).to(torch.bfloat16)
     fast = copy.deepcopy(base)
     kernels.kernelize(fast, mode=Mode.INFERENCE, device="cuda")
