@@ -5,14 +5,12 @@
 # On the GPU machine (carry .device and .device-bins):  bash benchmarks/device_check.sh
 set -uo pipefail
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"; keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$R/nvidia-smi.txt"
 CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
 [ -n "$CUOBJDUMP" ] && for f in build/torch-cuda/_binaries/{chunk_fwd,kkt_solve}*bf16*.so; do
   echo "$(basename $f): $("$CUOBJDUMP" -res-usage "$f" 2>&1 | grep -oE "REG:[0-9]+|STACK:[0-9]+|LOCAL:[0-9]+" | tr '\n' ' ')"
 done | tee "$R/res_usage.txt"
-FLASHQLA_POISON=1 timeout 120 python -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_kernels.py \
-  > "$R/kernel_tests.log" 2>&1; tail -3 "$R/kernel_tests.log"
+kernel_tests
 for merge in ${MERGES:-tc regs}; do
   for bv in ${BLOCK_VS:-auto 64}; do
     env FLASHQLA_KKT_MERGE=$merge $( [ "$bv" != auto ] && echo FLASHQLA_BLOCK_V=$bv ) timeout 120 \
@@ -22,12 +20,10 @@ for merge in ${MERGES:-tc regs}; do
 done
 keep
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  timeout 330 python tests/gpu_entry.py --out "$R/gpu_tests.json" --gpu-only > "$R/gpu_tests.log" 2>&1
-  grep -E "^(FAILED|ERROR)|passed|failed" "$R/gpu_tests.log" | tail -25
+  gpu_tests 330
   keep
 fi
 if [ "${SKIP_LAYERS:-0}" != 1 ]; then
-  timeout 120 python benchmarks/bench_layers.py flashqla 32768 --out "$R/layers_flashqla.json" 2>&1 | tail -1
-  FLA_FLASH_QLA=0 timeout 150 python benchmarks/bench_layers.py fla 32768 --out "$R/layers_fla.json" 2>&1 | tail -1
+  layers_side_by_side 32768
 fi
 keep

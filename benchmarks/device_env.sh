@@ -12,3 +12,24 @@ if [ -f .device-bins/torch-cuda.tar.xz ]; then
 fi
 export PYTHONPATH=$PWD/torch-ext:$PYTHONPATH
 export FLASHQLA_BINARIES_DIR=$PWD/build/torch-cuda/_binaries
+
+# Steps shared by the device scripts (each writes under $OUT/r; `keep` packs what exists so far).
+R=$OUT/r; mkdir -p "$R"
+keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
+kernel_tests() {  # the fused-forward kernel tests on poisoned outputs: the fast correctness gate
+  FLASHQLA_POISON=1 timeout ${1:-120} python -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_kernels.py \
+    > "$R/kernel_tests.log" 2>&1; tail -2 "$R/kernel_tests.log"
+}
+quick_rows() {  # flashqla's quick rows with the kkt_solve time alone; extra env (e.g. FLASHQLA_BLOCK_V=64) in $1
+  env ${1:-} timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows quick --rep 50 --breakdown \
+    --out "$R/quick_flashqla${2:-}.json" 2>&1 | grep -v Warn
+}
+gpu_tests() {  # every GPU test (tests/gpu_entry.py: poisoned outputs, SASS checks)
+  timeout ${1:-300} python tests/gpu_entry.py --out "$R/gpu_tests.json" --gpu-only > "$R/gpu_tests.log" 2>&1
+  grep -E "^(FAILED|ERROR)|passed|failed|per-token" "$R/gpu_tests.log" | tail -10
+}
+layers_side_by_side() {  # the GDN layer stack, flashqla then FLA's Triton kernels; $1 = "32768" or "512 --decode-only"
+  local tag=$(echo "$1" | tr -d ' -')
+  timeout 100 python benchmarks/bench_layers.py flashqla $1 --out "$R/layers_flashqla_$tag.json" 2>&1 | tail -1
+  FLA_FLASH_QLA=0 timeout 120 python benchmarks/bench_layers.py fla $1 --out "$R/layers_fla_$tag.json" 2>&1 | tail -1
+}

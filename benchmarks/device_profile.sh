@@ -4,11 +4,8 @@
 # the whole GPU test suite, then the tour notebook's cells on the GPU. Carry [".device", ".device-bins"].
 set -uo pipefail
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"; keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
-FLASHQLA_POISON=1 timeout 120 python -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_kernels.py \
-  > "$R/kernel_tests.log" 2>&1; tail -2 "$R/kernel_tests.log"
-timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows quick --rep 50 --breakdown \
-  --out "$R/quick_flashqla.json" 2>&1 | grep -v Warn
+kernel_tests
+quick_rows
 keep
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ "${SKIP_NCU:-0}" != 1 ]; then
@@ -25,8 +22,7 @@ if [ "${SKIP_NCU:-0}" != 1 ]; then
   xz -T0 "$R/prof.ncu-rep"
   keep
 fi
-timeout 300 python tests/gpu_entry.py --out "$R/gpu_tests.json" --gpu-only > "$R/gpu_tests.log" 2>&1
-grep -E "^(FAILED|ERROR)|passed|failed|median" "$R/gpu_tests.log" | tail -12
+gpu_tests
 keep
 FLASHQLA_POISON=0 timeout 200 python benchmarks/run_notebook.py examples/flashqla_tour.ipynb "$R/notebook" > "$R/notebook.log" 2>&1
 grep -vi "warn\|tilelang" "$R/notebook.log" | tail -12
