@@ -27,12 +27,14 @@ Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroup
     WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,
                    S = gamma_last S + K^T (d Vn)           -- the serial chain across chunks; it waits on
                    nothing but its inputs and the release of the two buffers it hands over
-    WG1 "output" : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, masked store of O   -- overlaps WG0's chain
+    WG1 "output" : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, O through shared memory (swizzled) to
+                   masked 16-byte row stores                   -- overlaps WG0's chain
     WG2 producer : one warp loads q, k, v, a (TMA) and G, with the per-row factors of WG0 (gamma rk, d rk,
                    gamma_last) computed once, into `num_stages` shared stages.
 Every product is a wgmma from shared memory with fp32 accumulation; mbarriers hand stages and
 intermediates between warpgroups (Vn double-buffered); w/u, the deltas and the per-chunk states never
-leave the SM.
+leave the SM. v and o tiles are swizzled in shared memory (they are read / written elementwise, not by
+wgmma); the key-head index is computed once in int32.
 """
 
 
