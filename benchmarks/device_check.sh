@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One device call for a kernel iteration, most telling first: the kernel tests (a fast correctness gate),
-# flashqla's variants on the quick rows (kkt_solve merge x V block, with the kkt_solve time alone), the
-# whole GPU test suite, the GDN layer stack against FLA's Triton kernels, registers/spills of the binaries.
+# One device call for a kernel iteration, most telling first: registers/spills of the binaries, the kernel
+# tests (a fast correctness gate), flashqla's variants on the quick rows (kkt_solve merge x V block, with
+# the kkt_solve time alone), the whole GPU test suite, the GDN layer stack against FLA's Triton kernels.
 # On the GPU machine (carry .device and .device-bins):  bash benchmarks/device_check.sh
 set -uo pipefail
 source benchmarks/device_env.sh

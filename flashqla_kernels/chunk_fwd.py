@@ -21,7 +21,9 @@ Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local 
     S  = gamma_last S0 + K^T diag(d) Vn
 With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its rows/columns (the norms of q
 are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
-Rows past the end of a sequence get d = 0 and a zero Gamma row: they add nothing and are never stored.
+Rows past the end of a sequence: a and v arrive by TMA from the next sequence's rows (finite: every row of
+a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn rows are finite values that
+d = 0 removes from the state and the masked Gamma removes from O; they are never stored.
 
 Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroups (`threads` = 384):
     WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,

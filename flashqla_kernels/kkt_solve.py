@@ -192,7 +192,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
                     merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
                 T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
-                # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i)
+                # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
+                # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
                 # one column per thread (threads // C rows at a time), so the column's beta and G are
                 # loaded once into registers and the row's G is a broadcast
                 ej = tx % C

@@ -104,7 +104,8 @@ def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm):
 
 
 def test_many_ragged_sequences():
-    """41 sequences (some empty, most shorter than a chunk): the chunk -> sequence search runs its full depth."""
+    """41 sequences of 0-149 tokens (two forced empty, many shorter than a chunk): the chunk -> sequence
+    search runs its full depth (6 halvings)."""
     gen = torch.Generator().manual_seed(41)
     seqlens = torch.randint(0, 150, (41,), generator=gen).tolist()
     seqlens[3] = seqlens[17] = 0

@@ -3,7 +3,9 @@ without a cache and with one (prefill, then decode steps).
 
 The kernel launches are torch.compiler.disable regions (graph breaks, run eagerly between graphs; on CPU
 they decline at once); aot_eager keeps the same kernels, so any difference would be a tracing error, not
-rounding. This is what the layers' can_torch_compile=True rests on.
+rounding. This is correctness only: the layers still declare can_torch_compile=False, because with a cache
+the frames resumed after each graph break recompile per layer and, from about 8 GDN layers on, fall back
+to eager at Dynamo's recompile limit (layers.py).
 """
 
 import pytest
