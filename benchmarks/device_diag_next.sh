@@ -5,7 +5,6 @@
 # Carry [".device", ".device-bins"].
 set -uo pipefail
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"; keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
 timeout 150 python benchmarks/diag_qwen3_next.py qwen3_next 2>&1 | grep -v -i "warn\|mapping\|^$" | tee "$R/diag_qwen3_next.txt"
 python -c "
 import importlib

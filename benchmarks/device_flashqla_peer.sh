@@ -4,7 +4,6 @@
 # on kkt_solve, most important first (each step has its own timeout). Carry [".device", ".device-bins"].
 set -uo pipefail
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"
 FLA_FLASH_QLA=0 FLASHQLA_POISON=1 timeout 150 python -m pytest -q -m gpu -p no:cacheprovider -s \
   tests/test_layer_kernels_gpu.py tests/test_layers_gpu.py > "$R/layer_tests.log" 2>&1
 grep -E "median|passed|failed|^FAILED" "$R/layer_tests.log" | tail -10

@@ -3,7 +3,6 @@
 # column of the full grid, the Qwen3-Next cache test. Carry [".device", ".device-bins"].
 set -uo pipefail
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"; keep() { tar czf "$OUT/results.tar.gz" -C "$OUT" r; }
 timeout 60 python benchmarks/bench_layers.py flashqla 512 --decode-only --out "$R/decode_flashqla.json" 2>&1 | tail -1
 FLA_FLASH_QLA=0 timeout 75 python benchmarks/bench_layers.py fla 512 --decode-only --out "$R/decode_fla.json" 2>&1 | tail -1
 keep

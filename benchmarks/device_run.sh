@@ -6,7 +6,6 @@ ROWS=${1:-quick}
 LIBS=${2:-flashqla,flash_qla,fla}
 REP=${3:-200}
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$R/nvidia-smi.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$R/versions.txt"
 git rev-parse HEAD 2>/dev/null | tee -a "$R/versions.txt"

@@ -5,7 +5,6 @@
 set -uo pipefail
 HEAD=${1:-397B-TP1}; SEQS=${2:-8192x4}
 source benchmarks/device_env.sh
-R=$OUT/r; mkdir -p "$R"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ "${SKIP_NCU:-0}" != 1 ]; then
   timeout 200 "$NCU" --clock-control none -k regex:"kkt|chunk_fwd" --launch-skip 2 --launch-count 2 \

@@ -2,7 +2,8 @@
 
 - Makes ``import flashqla`` work from a checkout (adds ``torch-ext/`` to sys.path when the package is
   not installed).
-- ``@pytest.mark.gpu`` tests skip unless an sm_90 GPU (H100/H200) is present.
+- ``@pytest.mark.gpu`` tests skip unless an sm_90 GPU (H100/H200) is present; the fixtures
+  ``kernels_ready`` / ``poisoned_kernels`` also skip when the prebuilt binaries are missing.
 - When ``FLASHQLA_TEST_JSON`` is set, writes every test's nodeid, outcome and duration to that path
   (the GPU machine's test entry point reads it).
 """
@@ -39,6 +40,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
         for item in gpu_items:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def kernels_ready():
+    """Skip unless flashqla's prebuilt kernels can serve calls here (an sm_90 GPU and the binaries)."""
+    import flashqla
+
+    ok, why = flashqla.kernels_available()
+    if not ok:
+        pytest.skip(why)
+
+
+@pytest.fixture
+def poisoned_kernels(kernels_ready, monkeypatch):
+    """kernels_ready, with every op output buffer starting as NaN (an unwritten element then fails)."""
+    from flashqla import ops
+
+    monkeypatch.setattr(ops, "_POISON", True)
 
 
 _results: dict[str, dict] = {}

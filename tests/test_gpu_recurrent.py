@@ -18,7 +18,7 @@ import torch
 os.environ.setdefault("FLASHQLA_POISON", "1")
 
 import flashqla  # noqa: E402
-from flashqla import api, ops, reference  # noqa: E402
+from flashqla import api, reference  # noqa: E402
 from test_gpu_kernels import make_inputs, rel_l2  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -28,11 +28,7 @@ RECURRENT = flashqla.fused_recurrent_gated_delta_rule
 
 
 @pytest.fixture(autouse=True)
-def _kernel_path(monkeypatch):
-    ok, why = flashqla.kernels_available()
-    if not ok:
-        pytest.skip(why)
-    monkeypatch.setattr(ops, "_POISON", True)
+def _kernel_path(poisoned_kernels, monkeypatch):
 
     def _no_reference(*a, **kw):
         raise AssertionError("fused_recurrent_gated_delta_rule fell back to the reference")

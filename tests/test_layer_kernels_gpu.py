@@ -14,7 +14,6 @@ os.environ.setdefault("FLASHQLA_POISON", "1")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-import flashqla  # noqa: E402
 import flashqla.ops as fops  # noqa: E402
 from flashqla import layer_kernels, layers  # noqa: E402
 from test_layers_gpu import _model, exact_gdn, swapped_trio  # noqa: E402
@@ -24,11 +23,8 @@ BF16_RTOL = 2.0 ** -7
 
 
 @pytest.fixture(autouse=True)
-def _needs_kernels(monkeypatch):
-    ok, why = flashqla.kernels_available()
-    if not ok:
-        pytest.skip(why)
-    monkeypatch.setattr(fops, "_POISON", True)
+def _needs_kernels(poisoned_kernels):
+    pass
 
 
 def _gdn_module(family="qwen3_5"):

@@ -91,10 +91,8 @@ def swapped_trio(family, dense_mlp=False):
 
 
 @pytest.fixture(autouse=True)
-def _needs_kernels():
-    ok, why = flashqla.kernels_available()
-    if not ok:
-        pytest.skip(why)
+def _needs_kernels(kernels_ready):
+    pass
 
 
 @pytest.mark.parametrize("family", FAMILIES)
