@@ -1,17 +1,69 @@
-"""torch.compile around the swapped layers (CPU: the reference path) gives eager's result, bit for bit,
-without a cache and with one (prefill, then decode steps).
+"""torch.compile around the swapped layers (CPU: the reference path).
 
-The kernel launches are torch.compiler.disable regions (graph breaks, run eagerly between graphs; on CPU
-they decline at once); aot_eager keeps the same kernels, so any difference would be a tracing error, not
-rounding. This is correctness only: the layers still declare can_torch_compile=False, because with a cache
-the frames resumed after each graph break recompile per layer and, from about 8 GDN layers on, fall back
-to eager at Dynamo's recompile limit (layers.py).
+- Compiled equals eager, bit for bit, without a cache and with one (prefill, then decode steps): aot_eager
+  keeps the same kernels, so any difference would be a tracing error, not rounding.
+- A model with 9 GDN layers (past Dynamo's recompile limit of 8) compiles into as many graphs as the stock
+  transformers model, with no graph break: the layers trace whole (the kernel launches are custom ops with
+  fake implementations, the dispatch decisions compile constants), which is what ``can_torch_compile =
+  True`` promises. The GPU version (kernels as graph nodes) is tests/test_layers_compile_gpu.py.
 """
+
+import copy
+import types
 
 import pytest
 import torch
 
-from test_layers_e2e_cpu import FAMILIES, build, swapped
+from test_layers_e2e_cpu import FAMILIES, _config, _is_gdn, build, init_gdn_decay, swapped
+
+DEEP_LAYERS = 12  # 9 GDN + 3 full attention layers
+
+
+def deep_config(config, layers: int = DEEP_LAYERS):
+    """``config`` with ``layers`` layers in Qwen3.5's 3 linear : 1 full pattern."""
+    config.num_hidden_layers = layers
+    config.layer_types = (["linear_attention"] * 3 + ["full_attention"]) * (layers // 4)
+    if hasattr(config, "mlp_only_layers") and config.mlp_only_layers:
+        config.mlp_only_layers = list(range(layers))
+    return config
+
+
+def swap_all(model, layers_module):
+    """A copy of ``model`` with every GDN module running flashqla's layer forward (bound as kernels does)."""
+    new = copy.deepcopy(model)
+    for m in new.modules():
+        if _is_gdn(m):
+            cls = layers_module.Qwen3NextGatedDeltaNet if "Next" in type(m).__name__ else layers_module.Qwen3_5GatedDeltaNet
+            m.forward = types.MethodType(cls.forward, m)
+    return new
+
+
+def compile_and_count(model, run):
+    """Run ``run(compiled_model)`` under torch.compile with a backend that records each graph (and runs it
+    as traced). Returns (run's result, the graphs, the graph-break counter)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    out = run(torch.compile(model, backend=backend))
+    return out, graphs, dict(counters["graph_break"])
+
+
+def prefill_then_decode(model, prompt, steps):
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        outs = [model(prompt, past_key_values=cache, use_cache=True).logits]
+        outs += [model(s, past_key_values=cache, use_cache=True).logits for s in steps]
+    return outs
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -30,21 +82,35 @@ def test_compiled_swapped_model_equals_eager(family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_compiled_swapped_model_with_cache_equals_eager(family):
     import torch._dynamo
-    from transformers import DynamicCache
 
     model = swapped(build(family, torch.float32))
     gen = torch.Generator().manual_seed(4)
     prompt = torch.randint(1, 200, (2, 40), generator=gen)
     steps = [torch.randint(1, 200, (2, 1), generator=gen) for _ in range(3)]
+    torch._dynamo.reset()
+    ref = prefill_then_decode(model, prompt, steps)
+    out = prefill_then_decode(torch.compile(model, backend="aot_eager"), prompt, steps)
+    assert all(torch.equal(a, b) for a, b in zip(out, ref))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_deep_model_compiles_like_stock(family):
+    import flashqla.layers as fl_layers
+
+    config, cls = _config(family)
+    torch.manual_seed(0)
+    stock = init_gdn_decay(cls(deep_config(config))).eval()
+    fast = swap_all(stock, fl_layers)
+    gen = torch.Generator().manual_seed(4)
+    prompt = torch.randint(1, 200, (2, 40), generator=gen)
+    steps = [torch.randint(1, 200, (2, 1), generator=gen) for _ in range(3)]
 
     def run(m):
-        cache = DynamicCache(config=model.config)
-        outs = [m(prompt, past_key_values=cache, use_cache=True).logits]
-        outs += [m(s, past_key_values=cache, use_cache=True).logits for s in steps]
-        return outs
+        return prefill_then_decode(m, prompt, steps)
 
-    torch._dynamo.reset()
-    with torch.no_grad():
-        ref = run(model)
-        out = run(torch.compile(model, backend="aot_eager"))
+    _, stock_graphs, _ = compile_and_count(stock, run)
+    out, graphs, breaks = compile_and_count(fast, run)
+    assert breaks == {}, f"graph breaks in the swapped model: {list(breaks)}"
+    assert len(graphs) == len(stock_graphs), (len(graphs), len(stock_graphs))
+    ref = run(fast)
     assert all(torch.equal(a, b) for a, b in zip(out, ref))

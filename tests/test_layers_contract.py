@@ -96,8 +96,8 @@ def test_validator_is_not_vacuous():
 @pytest.mark.parametrize("cls", ALL_LAYERS, ids=lambda c: c.__name__)
 def test_flags_and_no_state(cls):
     assert issubclass(cls, nn.Module) and cls.__init__ is nn.Module.__init__
-    # no backward kernel yet; not compile-ready with a cache (recompiles per layer; see layers.py)
-    assert cls.has_backward is False and cls.can_torch_compile is False
+    # no backward kernel yet; compile-ready (traced whole: tests/test_layers_compile_cpu.py)
+    assert cls.has_backward is False and cls.can_torch_compile is True
     own = {n for n, _ in inspect.getmembers(cls)} - {n for n, _ in inspect.getmembers(nn.Module)}
     assert own <= {"can_torch_compile", "has_backward"}
 
@@ -173,8 +173,11 @@ def test_register_wins_over_transformers_defaults_on_sm90_only(isolated_mapping,
 def test_register_modes_and_sources():
     with pytest.raises(ValueError, match="backward"):
         kernel_mapping(Mode.TRAINING)
-    with pytest.raises(ValueError, match="compile"):
-        kernel_mapping(Mode.INFERENCE | Mode.TORCH_COMPILE)
+    with pytest.raises(ValueError, match="backward"):
+        kernel_mapping(Mode.TRAINING | Mode.TORCH_COMPILE)
+    compiled = kernel_mapping(Mode.INFERENCE | Mode.TORCH_COMPILE, devices=["cpu"])
+    assert compiled["Qwen3_5GatedDeltaNet"]["cpu"] == {
+        Mode.INFERENCE | Mode.TORCH_COMPILE: PackageLayerRepository("Qwen3_5GatedDeltaNet")}
     with pytest.raises(ValueError, match="source"):
         kernel_mapping(source="nowhere")
     m = kernel_mapping(Mode.INFERENCE, devices=["cpu"])
@@ -231,7 +234,7 @@ def test_kernelize_swaps_on_sm90_inference_only(family, isolated_mapping, capabi
         ref = base(ids, use_cache=False).logits
 
     cases = [(90, Mode.INFERENCE, True), (90, Mode.TRAINING, False),
-             (90, Mode.INFERENCE | Mode.TORCH_COMPILE, False), (80, Mode.INFERENCE, False),
+             (90, Mode.INFERENCE | Mode.TORCH_COMPILE, True), (80, Mode.INFERENCE, False),
              (100, Mode.INFERENCE, False), (121, Mode.INFERENCE, False)]
     for cap, mode, swapped in cases:
         capability(cap)

@@ -22,13 +22,16 @@ from test_layers_e2e_cpu import FAMILIES, init_gdn_decay, mean_err, runs_flashql
 pytestmark = pytest.mark.gpu
 
 
-def _model(family, dense_mlp=False):
+def _model(family, dense_mlp=False, layers=4):
+    """A tiny random model with head dims 128 (the kernels' size); ``layers`` in the 3 linear : 1 full
+    pattern."""
     import transformers
 
-    common = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+    common = dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=layers,
                   num_attention_heads=2, num_key_value_heads=1, head_dim=128, linear_conv_kernel_dim=4,
                   linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=2,
-                  linear_num_value_heads=4, layer_types=["linear_attention"] * 3 + ["full_attention"],
+                  linear_num_value_heads=4,
+                  layer_types=(["linear_attention"] * 3 + ["full_attention"]) * (layers // 4),
                   max_position_embeddings=4096, initializer_range=0.05, pad_token_id=0)
     moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=128, shared_expert_intermediate_size=128)
     if family == "qwen3_5":

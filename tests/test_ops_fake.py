@@ -75,3 +75,36 @@ def test_packed_seqlens_cached_and_checked():
         dispatch.packed_seqlens(torch.tensor([0, 120, 100, 164]), 1, 164, "cpu")
     with pytest.raises(ValueError, match="cu_seqlens"):
         dispatch.packed_seqlens(torch.tensor([0, 100, 150]), 1, 164, "cpu")
+
+
+def test_dispatch_decisions_are_compile_constants():
+    """The host-side decisions trace as constants (fullgraph: no graph break) and match eager."""
+    import torch._dynamo
+
+    def fn(x):
+        why, block_v = dispatch.kernel_plan("chunk", x.device, x.dtype, 128, 128, True, x.shape[0], 4)
+        ok = dispatch.runs_kernels_on(x.device) or dispatch.has_binary("gated_rmsnorm", (("dtype", "bfloat16"), ("dim", 128)))
+        return x + (block_v + (1 if why is None else 2) + (10 if ok else 20))
+
+    torch._dynamo.reset()
+    x = torch.ones(3, dtype=torch.bfloat16)
+    assert torch.equal(torch.compile(fn, backend="eager", fullgraph=True)(x), fn(x))
+    # on the CPU the plan declines and names why
+    assert dispatch.kernel_plan("chunk", x.device, x.dtype, 128, 128, True, 1, 4)[0] == "inputs are not on a CUDA device"
+
+
+def test_packed_seqlens_traced_under_compile():
+    """Under torch.compile the (cu_seqlens, chunk_offsets) pair is computed in the graph, equal to eager."""
+    import torch._dynamo
+
+    def fn(cu, x):
+        a, b = dispatch.packed_seqlens(cu, 1, x.shape[0], x.device)
+        c, d = dispatch.packed_seqlens(None, 2, x.shape[0] // 2, x.device)
+        return a, b, c, d
+
+    torch._dynamo.reset()
+    cu = torch.tensor([0, 100, 100, 164])
+    x = torch.zeros(164)
+    got = torch.compile(fn, backend="eager", fullgraph=True)(cu, x)
+    want = fn(cu, x)
+    assert all(torch.equal(g, w) and g.dtype == torch.int32 for g, w in zip(got, want))

@@ -5,6 +5,13 @@ bf16 or fp16, any GVA ratio, fixed-length or packed varlen, with no autograd gra
 backward kernel yet). fp32 q/k/v run on the reference (exact, slower) rather than being cast, so an fp32
 caller keeps fp32 accuracy. Everything else valid falls back to the reference with a one-time warning
 naming the reason; CPU tensors use the reference silently.
+
+Under torch.compile the call traces as graph nodes, with no graph break: the decisions that depend only on
+the machine and the call's static properties (device, dtype, head dims, binaries present, block size) are
+made in :func:`kernel_plan`, which Dynamo runs once while tracing and treats as a constant
+(``torch.compiler.assume_constant_result``); the kernels are ``torch.library`` custom ops with fake
+implementations (:mod:`.ops`); the per-tensor ``cu_seqlens`` cache of eager calls is replaced by the same
+few device ops traced into the graph.
 """
 
 from __future__ import annotations
@@ -42,23 +49,65 @@ def _binaries_ready() -> tuple[bool, str]:
     return True, ""
 
 
-def kernel_decline_reason(problem, q, k, v, g, beta, initial_state) -> str | None:
-    """None when the kernels can serve this call, else why not (for the one-time warning)."""
-    ok, why = device_supported(q.device)
+@torch.compiler.assume_constant_result
+def has_binary(kernel: str, params: tuple) -> bool:
+    """Whether the prebuilt ``kernel`` with static parameters ``params`` ((name, value) pairs) exists.
+    A constant under torch.compile (the binaries do not change while a process runs)."""
+    from . import loader
+
+    return loader.find(kernel, **dict(params)) is not None
+
+
+@torch.compiler.assume_constant_result
+def runs_kernels_on(device: torch.device) -> bool:
+    """Whether ``device`` is a GPU the kernels are built for (a constant under torch.compile)."""
+    return device_supported(device)[0]
+
+
+def _static_decline_reason(device: torch.device, dtype: torch.dtype, K: int, V: int) -> str | None:
+    ok, why = device_supported(device)
     if not ok:
         return why
-    if problem.K != HEAD_DIM or problem.V != HEAD_DIM:
-        return f"head dims K={problem.K}, V={problem.V}: the kernels are built for K = V = {HEAD_DIM}"
-    if q.dtype not in _KERNEL_DTYPES:
-        return f"q/k/v dtype {q.dtype}: the kernels take bf16/fp16 (fp32 runs on the exact reference)"
-    if torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (q, k, v, g, beta, initial_state)
-    ):
-        return "autograd requested: no backward kernel yet, the differentiable reference serves it"
+    if K != HEAD_DIM or V != HEAD_DIM:
+        return f"head dims K={K}, V={V}: the kernels are built for K = V = {HEAD_DIM}"
+    if dtype not in _KERNEL_DTYPES:
+        return f"q/k/v dtype {dtype}: the kernels take bf16/fp16 (fp32 runs on the exact reference)"
     ok, why = _binaries_ready()
-    if not ok:
-        return why
-    return None
+    return None if ok else why
+
+
+def _autograd_requested(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+_OP_NAMES = {"chunk": "chunk_gated_delta_rule", "recurrent": "fused_recurrent_gated_delta_rule"}
+_AUTOGRAD_REASON = "autograd requested: no backward kernel yet, the differentiable reference serves it"
+
+
+@torch.compiler.assume_constant_result
+def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, K: int, V: int, use_l2norm: bool,
+                num_seqs: int, num_v_heads: int) -> tuple[str | None, int]:
+    """(why the kernels decline the call, or None; the block_v to launch) from a call's static properties.
+
+    ``op`` is "chunk" or "recurrent". Warns once per reason when declining. The result depends only on
+    the machine, the prebuilt binaries, the FLASHQLA_*BLOCK_V overrides and the arguments, so
+    torch.compile runs this once while tracing and keeps the result as a constant (the graph is
+    specialised on device, dtype and these sizes anyway). Autograd is checked by the caller.
+    """
+    why = _static_decline_reason(device, dtype, K, V)
+    block_v = 0
+    if why is None and op == "recurrent":
+        block_v = choose_recurrent_block_v(num_seqs * num_v_heads, device)
+        if num_seqs > _MAX_GRID_Y:
+            why = f"{num_seqs} sequences: the decode kernel's grid takes at most {_MAX_GRID_Y}"
+        elif not has_binary("recurrent_fwd", (("dtype", _DTYPE_NAMES[dtype]), ("use_l2norm", bool(use_l2norm)),
+                                              ("block_v", block_v))):
+            why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
+    elif why is None:
+        block_v = choose_block_v(num_seqs * num_v_heads, device)
+    if why is not None:
+        warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
+    return why, block_v
 
 
 def _chunk_offsets(cu32: torch.Tensor) -> torch.Tensor:
@@ -73,7 +122,17 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     Packed varlen: cached per cu_seqlens tensor object (held weakly) and its version counter, so an
     in-place edit or a new tensor recomputes; a new tensor's values are checked once (one host sync,
     skipped while a CUDA graph is being captured). Fixed length: cached per (B, T, device).
+
+    Under torch.compile the two tensors are computed by device ops traced into the graph (a few tiny
+    kernels, no host sync); the values of a packed ``cu_seqlens`` are then not checked, as under CUDA
+    graph capture (checking them needs the host).
     """
+    if torch.compiler.is_compiling():
+        if cu_seqlens is None:
+            cu = torch.arange(B + 1, dtype=torch.int32, device=device) * T
+        else:
+            cu = cu_seqlens.to(device=device, dtype=torch.int32).contiguous()
+        return cu, _chunk_offsets(cu)
     if cu_seqlens is None:
         key = (B, T, str(device))
         hit = _FIXED_CACHE.get(key)
@@ -127,22 +186,32 @@ def _scale(problem, scale) -> float:
     return float(problem.K ** -0.5 if scale is None else scale)
 
 
-@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
+def _plan(op, problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel) -> tuple[bool, int]:
+    """(whether the kernels serve the call, block_v): the static plan, then the autograd check."""
+    why, block_v = kernel_plan(op, q.device, q.dtype, int(problem.K), int(problem.V),
+                               bool(use_qk_l2norm_in_kernel), int(problem.N), int(problem.HV))
+    if why is not None:
+        return False, 0
+    if _autograd_requested(q, k, v, g, beta, initial_state):
+        if not torch.compiler.is_compiling():  # a warning would be a graph break; eager calls say it
+            warn_once(f"{op}:autograd", f"flashqla: {_OP_NAMES[op]} runs on the reference: {_AUTOGRAD_REASON}")
+        return False, 0
+    return True, block_v
+
+
 def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
                       use_qk_l2norm_in_kernel, cu_seqlens):
     """Run the chunked forward on the kernels, or return None to let the reference serve it."""
     if q.device.type != "cuda":
         return None
-    why = kernel_decline_reason(problem, q, k, v, g, beta, initial_state)
-    if why is not None:
-        warn_once("chunk:" + why, f"flashqla: chunk_gated_delta_rule runs on the reference: {why}")
+    ok, block_v = _plan("chunk", problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel)
+    if not ok:
         return None
     from .ops import chunk_fwd
 
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
     o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), cu, off,
-                      _scale(problem, scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state),
-                      choose_block_v(problem.N * problem.HV, q.device))
+                      _scale(problem, scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
     return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)
 
 
@@ -159,24 +228,13 @@ def choose_recurrent_block_v(num_pairs: int, device: torch.device) -> int:
     return 16 if num_pairs * (HEAD_DIM // 32) < sms else 32
 
 
-@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def try_recurrent_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
                           use_qk_l2norm_in_kernel, cu_seqlens):
     """Run the token recurrence (decode) on the kernels, or return None to let the reference serve it."""
     if q.device.type != "cuda":
         return None
-    why = kernel_decline_reason(problem, q, k, v, g, beta, initial_state)
-    if why is None and problem.N > _MAX_GRID_Y:
-        why = f"{problem.N} sequences: the decode kernel's grid takes at most {_MAX_GRID_Y}"
-    if why is None:
-        from . import loader
-
-        block_v = choose_recurrent_block_v(problem.N * problem.HV, q.device)
-        if loader.find("recurrent_fwd", dtype=_DTYPE_NAMES[q.dtype], use_l2norm=bool(use_qk_l2norm_in_kernel),
-                       block_v=block_v) is None:
-            why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
-    if why is not None:
-        warn_once("recurrent:" + why, f"flashqla: fused_recurrent_gated_delta_rule runs on the reference: {why}")
+    ok, block_v = _plan("recurrent", problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel)
+    if not ok:
         return None
     from .ops import recurrent_fwd
 

@@ -5,6 +5,9 @@ conv, the conv itself, and an fp32 RMSNorm in many passes. On the Hopper kernels
 bf16 / fp16 weights and activations, width-4 SiLU conv, head dim 128, no autograd) these two helpers do
 that work in one pass each; otherwise they return None and the layer keeps its torch code, which is the
 reference they are tested against.
+
+Under torch.compile both trace into the graph (the eligibility checks that depend only on the machine and
+the binaries are compile constants, see :func:`flashqla.dispatch.kernel_plan`; the kernels are custom ops).
 """
 
 from __future__ import annotations
@@ -12,22 +15,20 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import loader
-from .dispatch import device_supported, packed_seqlens
+from .dispatch import has_binary, packed_seqlens, runs_kernels_on
 
 _DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _NORM_CLASSES = ("Qwen3_5RMSNormGated", "Qwen3_5MoeRMSNormGated", "Qwen3NextRMSNormGated")
 
 
 def _eligible(x: torch.Tensor, *params: torch.Tensor) -> bool:
-    if not x.is_cuda or x.dtype not in _DTYPES or not device_supported(x.device)[0]:
+    if not x.is_cuda or x.dtype not in _DTYPES or not runs_kernels_on(x.device):
         return False
     if any(p is not None and p.dtype != x.dtype for p in params):
         return False
     return not (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, *params)))
 
 
-@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
     """Causal conv + activation of mixed_qkv [B, T, 2*key_dim + value_dim] straight into contiguous
     q, k [B, T, key_dim] and v [B, T, value_dim], or None when the kernel cannot serve this call.
@@ -39,7 +40,7 @@ def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
     W = weight.shape[-1]
     if W != 4 or module.activation not in ("silu", "swish") or not _eligible(mixed_qkv, weight, bias):
         return None
-    if loader.find("conv_qkv", dtype=_DTYPES[mixed_qkv.dtype], width=W) is None:
+    if not has_binary("conv_qkv", (("dtype", _DTYPES[mixed_qkv.dtype]), ("width", W))):
         return None
     B, T, C = mixed_qkv.shape
     left = None
@@ -59,7 +60,6 @@ def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
     return q.view(B, T, -1), k.view(B, T, -1), v.view(B, T, -1)
 
 
-@torch.compiler.disable  # under torch.compile: a graph break, then exactly the eager path
 def gated_rmsnorm(norm, x: torch.Tensor, z: torch.Tensor):
     """``norm(x, z)`` for transformers' Qwen3.5 / Qwen3-Next RMSNormGated in one kernel, or None."""
     if type(norm).__name__ not in _NORM_CLASSES or getattr(norm, "activation", "silu") not in ("silu", "swish"):
@@ -69,7 +69,7 @@ def gated_rmsnorm(norm, x: torch.Tensor, z: torch.Tensor):
     D = x.shape[-1]
     if D != 128 or z.shape != x.shape or z.dtype != x.dtype or not _eligible(x, norm.weight):
         return None
-    if loader.find("gated_rmsnorm", dtype=_DTYPES[x.dtype], dim=D) is None:
+    if not has_binary("gated_rmsnorm", (("dtype", _DTYPES[x.dtype]), ("dim", D))):
         return None
     from .ops import gated_rmsnorm as norm_op
 

@@ -37,14 +37,14 @@ Flags. ``has_backward = False``: there is no backward kernel yet, so kernels nev
 for ``Mode.TRAINING`` (it keeps the transformers forward). If a layer runs anyway while autograd is
 recording (e.g. an inference-kernelized model called outside ``torch.no_grad``), the op is served by
 flashqla's differentiable fp32 reference (:mod:`flashqla.reference`), so gradients stay correct;
-on CUDA this is slow and warned once. ``can_torch_compile = False``: the kernel launches are
-``torch.compiler.disable`` regions and their custom ops have fake implementations, so a model compiled
-around these layers gives eager's result, with and without a cache (``tests/test_layers_compile_cpu.py``),
-but each launch is a graph break, and the code resumed after it is one frame shared by every layer, which
-Dynamo specialises per layer (``self.layer_idx``, the cache's per-layer state): from about 8 GDN layers on it
-hits its recompile limit and runs those frames eagerly (stock transformers compiles such a model into 3
-graphs). Declaring the layers compile-ready waits for launches that trace as graph nodes (custom ops taking
-the cache tensors) instead of graph breaks.
+on CUDA this is slow and warned once. ``can_torch_compile = True``: the layers trace whole under
+torch.compile, with no graph break. The kernels are ``torch.library`` custom ops with fake implementations,
+so each launch is one node of the graph; the dispatch decisions that depend only on the machine and the
+call's static properties (GPU, dtype, head dims, binaries present, block size) are compile constants
+(:func:`flashqla.dispatch.kernel_plan`); the ``cu_seqlens`` bookkeeping is traced as device ops. A model
+with a cache and 9 GDN layers compiles into as many graphs as the stock transformers model (3), with no
+recompile per layer (``tests/test_layers_compile_cpu.py``; on the kernels:
+``tests/test_layers_compile_gpu.py``).
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def _project_qwen3_next(self, hidden_states):
 class Qwen3_5GatedDeltaNet(nn.Module):
     """Gated DeltaNet mixer of Qwen3.5 / Qwen3.6 (dense and MoE) on flashqla's op."""
 
-    can_torch_compile = False
+    can_torch_compile = True
     has_backward = False
 
     def forward(self, hidden_states, cache_params=None, attention_mask=None, **kwargs):
@@ -317,7 +317,7 @@ class Qwen3_5GatedDeltaNet(nn.Module):
 class Qwen3NextGatedDeltaNet(nn.Module):
     """Gated DeltaNet mixer of Qwen3-Next on flashqla's op."""
 
-    can_torch_compile = False
+    can_torch_compile = True
     has_backward = False
 
     def forward(self, hidden_states, cache_params=None, attention_mask=None, **kwargs):
@@ -330,7 +330,7 @@ class chunk_gated_delta_rule(nn.Module):  # noqa: N801  (named after the transfo
     fallback). ``chunk_size`` is ignored (the kernels use 64); FLA's ``cu_seqlens`` and ``scale``
     are taken from kwargs. q / k may have H or HV heads."""
 
-    can_torch_compile = False
+    can_torch_compile = True
     has_backward = False
 
     def forward(self, query, key, value, g, beta, chunk_size=64, initial_state=None,
@@ -345,7 +345,7 @@ class chunk_gated_delta_rule(nn.Module):  # noqa: N801  (named after the transfo
 class recurrent_gated_delta_rule(nn.Module):  # noqa: N801
     """Function layer for transformers' ``fused_recurrent_gated_delta_rule`` slot (decode)."""
 
-    can_torch_compile = False
+    can_torch_compile = True
     has_backward = False
 
     def forward(self, query, key, value, g, beta, initial_state=None, output_final_state=False,

@@ -43,6 +43,15 @@ def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
     binary(*args, stream=torch.cuda.current_stream(device).cuda_stream)
 
 
+def _dense(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """t if it is contiguous and 16-byte aligned (TMA and the kernels' vector loads need both), else a
+    contiguous copy. Eager callers pass such tensors already; under torch.compile the graph may hand an op
+    a view of a larger buffer."""
+    if t is None or (t.is_contiguous() and t.data_ptr() % 16 == 0):
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
+
+
 def _empty(*shape, dtype, device) -> torch.Tensor:
     if _POISON:
         return torch.full(shape, float("nan"), dtype=dtype, device=device)
@@ -89,6 +98,7 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: 
     rk = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
     if T == 0:
         return a, gc, rk
+    k, beta, g, cu_seqlens, chunk_offsets = (_dense(t) for t in (k, beta, g, cu_seqlens, chunk_offsets))
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
     _launch(b, k.device, k=k, beta=beta, g=g, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a,
             gc=gc, rk=rk, search_steps=max(1, (cu_seqlens.numel() - 1).bit_length()), num_tokens=T,
@@ -125,6 +135,8 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
         if output_final_state:
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return o, ht
+    q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets = (
+        _dense(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets))
     a, gc, rk = kkt_solve(k, beta, g, cu_seqlens, chunk_offsets, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
@@ -162,9 +174,8 @@ def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     if N == 0 or (T == 0 and not output_final_state):
         return o, ht
     # the kernel moves q, k (one lane's 8 rows), h0 and ht in 16-byte vectors: a view at an odd offset is copied
-    q, k, v = (t if t.data_ptr() % 16 == 0 else t.clone() for t in (q, k, v))
-    if initial_state is not None and initial_state.data_ptr() % 16 != 0:
-        initial_state = initial_state.clone()
+    q, k, v, g, beta, initial_state, cu_seqlens = (
+        _dense(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens))
     # absent states are passed as a valid pointer that the kernel never touches (flags say so); with
     # T == 0 the launch still runs, to copy h0 (or zeros) into ht for the empty sequences
     unused = o if o.numel() else ht
@@ -201,6 +212,8 @@ def conv_qkv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     v = _empty(T, C - 2 * key_dim, dtype=x.dtype, device=x.device)
     if T == 0:
         return q, k, v
+    x, weight, bias, left, cu_seqlens, chunk_offsets = (
+        _dense(t) for t in (x, weight, bias, left, cu_seqlens, chunk_offsets))
     b = _binary("conv_qkv", dtype=_DTYPE_NAME[x.dtype], width=W)
     flags = (1 if left is not None else 0) | (2 if bias is not None else 0)
     _launch(b, x.device, x=x, w=weight, bias=bias if bias is not None else weight,
@@ -224,6 +237,7 @@ def gated_rmsnorm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
     out = _empty(R, D, dtype=x.dtype, device=x.device)
     if R == 0:
         return out
+    x, z, weight = (_dense(t) for t in (x, z, weight))
     b = _binary("gated_rmsnorm", dtype=_DTYPE_NAME[x.dtype], dim=D)
     _launch(b, x.device, x=x, z=z, weight=weight, out=out, eps=float(eps), num_rows=R)
     return out

@@ -30,10 +30,10 @@ Where the layers come from (``source``):
   override also applies here.
 
 Modes: with ``mode=None`` the mappings are registered for every mode (``Mode.FALLBACK``) and kernels
-applies the layers' flags: while ``has_backward`` / ``can_torch_compile`` are False, kernelize uses
-flashqla for ``Mode.INFERENCE`` and keeps transformers' forward for ``Mode.TRAINING`` or
-``... | Mode.TORCH_COMPILE`` (``model.train()`` re-kernelizes a transformers model, so training falls
-back by itself). Naming a mode the layers cannot serve raises here rather than in kernelize.
+applies the layers' flags: while ``has_backward`` is False, kernelize uses flashqla for
+``Mode.INFERENCE`` and ``Mode.INFERENCE | Mode.TORCH_COMPILE`` (the layers are compile-ready) and keeps
+transformers' forward for ``Mode.TRAINING`` (``model.train()`` re-kernelizes a transformers model, so
+training falls back by itself). Naming a mode the layers cannot serve raises here rather than in kernelize.
 
 ``Qwen3NextGatedDeltaNet`` carries no ``@use_kernel_forward_from_hub`` in transformers: register marks
 it with ``kernels.replace_kernel_forward_from_hub`` (as it does any Qwen3.5 GDN class found undecorated,
@@ -232,7 +232,7 @@ def register(
 
     Args:
         mode: None (default: every mode; kernels applies the layers' has_backward / can_torch_compile
-            flags, so inference uses flashqla and training keeps transformers' forward) or a
+            flags, so inference, compiled or not, uses flashqla and training keeps transformers' forward) or a
             kernels.Mode the layers support (e.g. ``Mode.INFERENCE``).
         source: ``"package"`` (this package, offline; default), ``"local"`` (a kernel repository with
             ``build/<variant>/`` at ``repo_path``) or ``"hub"`` (``repo_id`` at ``version`` / ``revision``).
