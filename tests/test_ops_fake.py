@@ -108,3 +108,25 @@ def test_packed_seqlens_traced_under_compile():
     got = torch.compile(fn, backend="eager", fullgraph=True)(cu, x)
     want = fn(cu, x)
     assert all(torch.equal(g, w) and g.dtype == torch.int32 for g, w in zip(got, want))
+
+
+def test_own_forward_check_traces_like_eager():
+    """gated_rmsnorm keeps a norm whose forward was swapped; the check must read the same under Dynamo."""
+    import types
+
+    import torch._dynamo
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNormGated
+
+    from flashqla.layer_kernels import own_forward
+
+    norm = Qwen3_5RMSNormGated(128)
+
+    def fn(x):
+        return x + (1 if own_forward(norm) else 0)
+
+    x = torch.zeros(2)
+    for expected in (1.0, 0.0):
+        torch._dynamo.reset()
+        assert fn(x)[0].item() == expected
+        assert torch.compile(fn, backend="eager", fullgraph=True)(x)[0].item() == expected
+        norm.forward = types.MethodType(lambda self, a, b=None: a, norm)
