@@ -130,3 +130,16 @@ def test_own_forward_check_traces_like_eager():
         assert fn(x)[0].item() == expected
         assert torch.compile(fn, backend="eager", fullgraph=True)(x)[0].item() == expected
         norm.forward = types.MethodType(lambda self, a, b=None: a, norm)
+
+
+def test_block_v_rule(monkeypatch):
+    """V block 64 only while both halves fit in one wave, or for short sequences with fewer pairs than SMs."""
+    monkeypatch.delenv("FLASHQLA_BLOCK_V", raising=False)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(multi_processor_count=132))
+    dev = torch.device("cpu")
+    assert dispatch.choose_block_v(64, dev) == 64          # 2 x 64 <= 132
+    assert dispatch.choose_block_v(128, dev) == 128        # long sequences: a second wave would double the time
+    assert dispatch.choose_block_v(128, dev, short_seqs=True) == 64
+    assert dispatch.choose_block_v(256, dev, short_seqs=True) == 128
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", "64")
+    assert dispatch.choose_block_v(1000, dev) == 64

@@ -86,10 +86,11 @@ _AUTOGRAD_REASON = "autograd requested: no backward kernel yet, the differentiab
 
 @torch.compiler.assume_constant_result
 def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, K: int, V: int, use_l2norm: bool,
-                num_seqs: int, num_v_heads: int) -> tuple[str | None, int]:
+                num_seqs: int, num_v_heads: int, short_seqs: bool = False) -> tuple[str | None, int]:
     """(why the kernels decline the call, or None; the block_v to launch) from a call's static properties.
 
-    ``op`` is "chunk" or "recurrent". Warns once per reason when declining. The result depends only on
+    ``op`` is "chunk" or "recurrent"; ``short_seqs``: the sequences average at most SHORT_SEQ_CHUNKS chunks
+    (a bool, so that under torch.compile a new prompt length does not recompile, only crossing the bound). Warns once per reason when declining. The result depends only on
     the machine, the prebuilt binaries, the FLASHQLA_*BLOCK_V overrides and the arguments, so
     torch.compile runs this once while tracing and keeps the result as a constant (the graph is
     specialised on device, dtype and these sizes anyway). Autograd is checked by the caller.
@@ -104,7 +105,7 @@ def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, K: int, V: in
                                               ("block_v", block_v))):
             why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
     elif why is None:
-        block_v = choose_block_v(num_seqs * num_v_heads, device)
+        block_v = choose_block_v(num_seqs * num_v_heads, device, short_seqs)
     if why is not None:
         warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
     return why, block_v
@@ -161,16 +162,28 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     return cu, off
 
 
-def choose_block_v(num_pairs: int, device: torch.device) -> int:
-    """Split V across two CTAs when (sequence, head) pairs alone would leave SMs idle.
+SHORT_SEQ_CHUNKS = 32  # sequences of at most this many 64-token chunks on average count as short
 
+
+def choose_block_v(num_pairs: int, device: torch.device, short_seqs: bool = False) -> int:
+    """V columns a fused-forward CTA owns: 64 (two CTAs per (sequence, head)) or 128.
+
+    The fused kernel runs one CTA per SM, each walking its sequence's chunks. A V block of 64 halves each
+    CTA's chain but doubles the CTAs: it wins when both halves still fit in one wave (2 x pairs <= SMs),
+    and, measured, on short sequences (``short_seqs``: at most SHORT_SEQ_CHUNKS chunks on average) with
+    fewer pairs than SMs.
+    With long sequences and SMs / 2 < pairs < SMs the second wave would double the time, so 128.
     FLASHQLA_BLOCK_V=64|128 forces a choice (tests and benchmarks use it to cover both binaries).
     """
     forced = os.environ.get("FLASHQLA_BLOCK_V")
     if forced:
         return int(forced)
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return 64 if num_pairs < sms else 128
+    if 2 * num_pairs <= sms:
+        return 64
+    if num_pairs < sms and short_seqs:
+        return 64
+    return 128
 
 
 def _packed(problem, q, k, v, g, beta, initial_state):
@@ -189,7 +202,8 @@ def _scale(problem, scale) -> float:
 def _plan(op, problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel) -> tuple[bool, int]:
     """(whether the kernels serve the call, block_v): the static plan, then the autograd check."""
     why, block_v = kernel_plan(op, q.device, q.dtype, int(problem.K), int(problem.V),
-                               bool(use_qk_l2norm_in_kernel), int(problem.N), int(problem.HV))
+                               bool(use_qk_l2norm_in_kernel), int(problem.N), int(problem.HV),
+                               bool(problem.B * problem.T <= SHORT_SEQ_CHUNKS * 64 * problem.N))
     if why is not None:
         return False, 0
     if _autograd_requested(q, k, v, g, beta, initial_state):
