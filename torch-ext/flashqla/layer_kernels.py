@@ -61,9 +61,13 @@ def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
 
 
 def own_forward(module) -> bool:
-    """Whether ``module`` runs its class's forward: kernels swaps a forward by setting an instance attribute.
-    (Not ``module.forward.__func__ is type(module).forward``: Dynamo evaluates that identity to False.)"""
-    return "forward" not in module.__dict__
+    """Whether ``module`` runs its class's forward. kernels sets ``forward`` as an instance attribute both
+    when it swaps a layer and when it falls back (then bound to the class's own forward), so: no instance
+    attribute, or one bound to the class's function. Written so that Dynamo evaluates it as eager does
+    (``module.forward.__func__ is type(module).forward`` reads False under Dynamo without an instance
+    attribute; tests/test_ops_fake.py checks all three cases)."""
+    bound = module.__dict__.get("forward")
+    return bound is None or getattr(bound, "__func__", None) is type(module).forward
 
 
 def gated_rmsnorm(norm, x: torch.Tensor, z: torch.Tensor):

@@ -21,7 +21,7 @@ from pathlib import Path
 _CTYPES = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
            "stream": ctypes.c_void_p}
 _LOCK = threading.Lock()
-_LOADED: dict[str, "Binary"] = {}
+_LOADED: dict[tuple, "Binary"] = {}
 _MANIFEST: dict | None = None
 _MANIFEST_DIR: Path | None = None
 
@@ -35,6 +35,7 @@ class Binary:
         self.name = entry["name"]
         self.lib = ctypes.CDLL(str(path))
         self.arg_kinds = [a["kind"] for a in entry["args"]]
+        self.arg_names = [a["name"] for a in entry["args"] if a["kind"] != "stream"]
         self._call = self.lib.call
         self._call.restype = ctypes.c_int
         self._call.argtypes = [_CTYPES[k] for k in self.arg_kinds]
@@ -94,7 +95,7 @@ def _match(entry: dict, kernel: str, params: dict) -> bool:
 
 def find(kernel: str, **params) -> Binary | None:
     """The loaded binary of `kernel` whose static parameters equal `params`, or None."""
-    key = kernel + repr(sorted(params.items()))
+    key = (kernel, *sorted(params.items()))
     if key in _LOADED:
         return _LOADED[key]
     with _LOCK:

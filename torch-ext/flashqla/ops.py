@@ -8,9 +8,9 @@ one axis ([T, heads, dim]); `cu_seqlens` (int32 [N+1]) and `chunk_offsets` (int3
 
 from __future__ import annotations
 
-from typing import Optional
-
+import functools
 import os
+from typing import Optional
 
 import torch
 
@@ -27,20 +27,35 @@ KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "tc")
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
-def _stream(t: torch.Tensor) -> int:
-    return torch.cuda.current_stream(t.device).cuda_stream
+def kernel_op(fn):
+    """Register ``fn`` as the custom op ``<ns>::<fn name>`` and return its entry point.
+
+    Under torch.compile (and for fake / meta tensors) the entry calls the custom op, so the launch is one
+    node of the graph, with the fake implementation registered through ``entry.register_fake``. Eager calls
+    on real tensors run ``fn`` directly: torch's dispatcher adds ~10 us per custom-op call, which on short
+    inputs is as long as the kernels (the callers never pass tensors that require grad: dispatch serves
+    those with the reference).
+    """
+    op = torch.library.custom_op(f"{_NS}::{fn.__name__}", mutates_args=())(fn)
+
+    @functools.wraps(fn)
+    def entry(*args):
+        if torch.compiler.is_compiling() or type(args[0]) is not torch.Tensor:
+            return op(*args)
+        return fn(*args)
+
+    entry.op = op
+    entry.register_fake = op.register_fake
+    return entry
 
 
 def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
     """Launch with arguments given by the names of the generated `call` signature (see the manifest)."""
-    binary.ensure_init(device.index if device.index is not None else torch.cuda.current_device())
-    args = []
-    for spec in binary.entry["args"]:
-        if spec["kind"] == "stream":
-            continue
-        value = named[spec["name"]]
-        args.append(value.data_ptr() if isinstance(value, torch.Tensor) else value)
-    binary(*args, stream=torch.cuda.current_stream(device).cuda_stream)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    binary.ensure_init(index)
+    args = [value.data_ptr() if isinstance(value, torch.Tensor) else value
+            for value in map(named.__getitem__, binary.arg_names)]
+    binary(*args, stream=torch.cuda.current_stream(index).cuda_stream)
 
 
 def _dense(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -67,10 +82,17 @@ def _state_outputs(q, v, N: int, output_final_state: bool, alloc):
     return o, ht
 
 
+_BINARIES: dict[tuple, loader.Binary] = {}
+
+
 def _binary(kernel: str, **params) -> loader.Binary:
-    b = loader.find(kernel, **params)
+    key = (kernel, *params.items())  # callers pass the parameters in a fixed order
+    b = _BINARIES.get(key)
     if b is None:
-        raise RuntimeError(f"flashqla: no prebuilt binary for {kernel} {params}; run `python -m flashqla_kernels.build`")
+        b = loader.find(kernel, **params)
+        if b is None:
+            raise RuntimeError(f"flashqla: no prebuilt binary for {kernel} {params}; run `python -m flashqla_kernels.build`")
+        _BINARIES[key] = b
     return b
 
 
@@ -82,7 +104,7 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
 
 
 # --------------------------------------------------------------------------------------------- kkt_solve
-@torch.library.custom_op(f"{_NS}::kkt_solve", mutates_args=())
+@kernel_op
 def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: torch.Tensor,
               chunk_offsets: torch.Tensor, num_v_heads: int,
               use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -114,7 +136,7 @@ def _(k, beta, g, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
-@torch.library.custom_op(f"{_NS}::chunk_fwd", mutates_args=())
+@kernel_op
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
               scale: float, use_l2norm: bool, output_final_state: bool,
@@ -156,7 +178,7 @@ def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets, scale, use_l2n
 
 
 # --------------------------------------------------------------------------------------------- recurrent_fwd
-@torch.library.custom_op(f"{_NS}::recurrent_fwd", mutates_args=())
+@kernel_op
 def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
                   initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, scale: float,
                   use_l2norm: bool, output_final_state: bool,
@@ -196,7 +218,7 @@ def _(q, k, v, g, beta, initial_state, cu_seqlens, scale, use_l2norm, output_fin
 
 
 # --------------------------------------------------------------------------------------------- conv_qkv
-@torch.library.custom_op(f"{_NS}::conv_qkv", mutates_args=())
+@kernel_op
 def conv_qkv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], left: Optional[torch.Tensor],
              cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
              key_dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -230,7 +252,7 @@ def _(x, weight, bias, left, cu_seqlens, chunk_offsets, key_dim):
 
 
 # ----------------------------------------------------------------------------------------- gated_rmsnorm
-@torch.library.custom_op(f"{_NS}::gated_rmsnorm", mutates_args=())
+@kernel_op
 def gated_rmsnorm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """(weight * rmsnorm(x)) * silu(z) over rows of x, z [R, D] (x's dtype), rounding as transformers."""
     R, D = x.shape
