@@ -35,7 +35,8 @@ class Binary:
         self.name = entry["name"]
         self.lib = ctypes.CDLL(str(path))
         self.arg_kinds = [a["kind"] for a in entry["args"]]
-        self.arg_names = [a["name"] for a in entry["args"] if a["kind"] != "stream"]
+        # (name, is a pointer) for every argument but the stream, in the generated `call` order
+        self.arg_ptrs = [(a["name"], a["kind"] == "ptr") for a in entry["args"] if a["kind"] != "stream"]
         self._call = self.lib.call
         self._call.restype = ctypes.c_int
         self._call.argtypes = [_CTYPES[k] for k in self.arg_kinds]

@@ -31,12 +31,18 @@ def kernel_op(fn):
     """Register ``fn`` as the custom op ``<ns>::<fn name>`` and return its entry point.
 
     Under torch.compile (and for fake / meta tensors) the entry calls the custom op, so the launch is one
-    node of the graph, with the fake implementation registered through ``entry.register_fake``. Eager calls
-    on real tensors run ``fn`` directly: torch's dispatcher adds ~10 us per custom-op call, which on short
-    inputs is as long as the kernels (the callers never pass tensors that require grad: dispatch serves
-    those with the reference).
+    node of the graph, with the fake implementation registered through ``entry.register_fake``; the op
+    first makes every tensor input contiguous and 16-byte aligned (a compiled graph may hand it views of a
+    larger buffer). Eager calls on real tensors run ``fn`` directly: torch's dispatcher adds ~10 us per
+    custom-op call, which on short inputs is as long as the kernels. Eager callers pass contiguous tensors
+    and ``fn`` itself aligns those that TMA or vector loads read; they never pass tensors that require
+    grad (dispatch serves those with the reference).
     """
-    op = torch.library.custom_op(f"{_NS}::{fn.__name__}", mutates_args=())(fn)
+    @functools.wraps(fn)
+    def dense_fn(*args):
+        return fn(*(_dense(a) if isinstance(a, torch.Tensor) else a for a in args))
+
+    op = torch.library.custom_op(f"{_NS}::{fn.__name__}", mutates_args=())(dense_fn)
 
     @functools.wraps(fn)
     def entry(*args):
@@ -49,12 +55,16 @@ def kernel_op(fn):
     return entry
 
 
+def _aligned(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """t, or a copy when its address is not 16-byte aligned (TMA and 16-byte vector loads need it)."""
+    return t if t is None or t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format)
+
+
 def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
     """Launch with arguments given by the names of the generated `call` signature (see the manifest)."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     binary.ensure_init(index)
-    args = [value.data_ptr() if isinstance(value, torch.Tensor) else value
-            for value in map(named.__getitem__, binary.arg_names)]
+    args = [named[name].data_ptr() if is_ptr else named[name] for name, is_ptr in binary.arg_ptrs]
     binary(*args, stream=torch.cuda.current_stream(index).cuda_stream)
 
 
@@ -120,7 +130,7 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: 
     rk = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
     if T == 0:
         return a, gc, rk
-    k, beta, g, cu_seqlens, chunk_offsets = (_dense(t) for t in (k, beta, g, cu_seqlens, chunk_offsets))
+    k = _aligned(k)
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
     _launch(b, k.device, k=k, beta=beta, g=g, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a,
             gc=gc, rk=rk, search_steps=max(1, (cu_seqlens.numel() - 1).bit_length()), num_tokens=T,
@@ -157,8 +167,7 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
         if output_final_state:
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return o, ht
-    q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets = (
-        _dense(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets))
+    q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
     a, gc, rk = kkt_solve(k, beta, g, cu_seqlens, chunk_offsets, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
@@ -196,8 +205,7 @@ def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     if N == 0 or (T == 0 and not output_final_state):
         return o, ht
     # the kernel moves q, k (one lane's 8 rows), h0 and ht in 16-byte vectors: a view at an odd offset is copied
-    q, k, v, g, beta, initial_state, cu_seqlens = (
-        _dense(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens))
+    q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so); with
     # T == 0 the launch still runs, to copy h0 (or zeros) into ht for the empty sequences
     unused = o if o.numel() else ht
@@ -234,8 +242,7 @@ def conv_qkv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     v = _empty(T, C - 2 * key_dim, dtype=x.dtype, device=x.device)
     if T == 0:
         return q, k, v
-    x, weight, bias, left, cu_seqlens, chunk_offsets = (
-        _dense(t) for t in (x, weight, bias, left, cu_seqlens, chunk_offsets))
+    x, weight, bias, left = _aligned(x), _aligned(weight), _aligned(bias), _aligned(left)
     b = _binary("conv_qkv", dtype=_DTYPE_NAME[x.dtype], width=W)
     flags = (1 if left is not None else 0) | (2 if bias is not None else 0)
     _launch(b, x.device, x=x, w=weight, bias=bias if bias is not None else weight,
@@ -259,7 +266,7 @@ def gated_rmsnorm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
     out = _empty(R, D, dtype=x.dtype, device=x.device)
     if R == 0:
         return out
-    x, z, weight = (_dense(t) for t in (x, z, weight))
+    x, z, weight = _aligned(x), _aligned(z), _aligned(weight)
     b = _binary("gated_rmsnorm", dtype=_DTYPE_NAME[x.dtype], dim=D)
     _launch(b, x.device, x=x, z=z, weight=weight, out=out, eps=float(eps), num_rows=R)
     return out
