@@ -60,21 +60,15 @@ def conv_qkv(module, mixed_qkv: torch.Tensor, cu_seqlens, cache_params):
     return q.view(B, T, -1), k.view(B, T, -1), v.view(B, T, -1)
 
 
-def own_forward(module) -> bool:
-    """Whether ``module`` runs its class's forward. kernels sets ``forward`` as an instance attribute both
-    when it swaps a layer and when it falls back (then bound to the class's own forward), so: no instance
-    attribute, or one bound to the class's function. Written so that Dynamo evaluates it as eager does
-    (``module.forward.__func__ is type(module).forward`` reads False under Dynamo without an instance
-    attribute; tests/test_ops_fake.py checks all three cases)."""
-    bound = module.__dict__.get("forward")
-    return bound is None or getattr(bound, "__func__", None) is type(module).forward
-
-
 def gated_rmsnorm(norm, x: torch.Tensor, z: torch.Tensor):
-    """``norm(x, z)`` for transformers' Qwen3.5 / Qwen3-Next RMSNormGated in one kernel, or None."""
+    """``norm(x, z)`` for transformers' Qwen3.5 / Qwen3-Next RMSNormGated in one kernel, or None.
+
+    Decided by the norm's class (its math), not by which forward the instance currently has: kernels binds
+    a forward onto every decorated module (its own, a hub kernel's or, as a fallback, the class's), and
+    they all compute this function. (Telling them apart by function identity is not possible under
+    Dynamo: torch 2.11 and 2.13 evaluate ``module.forward.__func__ is type(module).forward`` differently
+    from eager.)"""
     if type(norm).__name__ not in _NORM_CLASSES or getattr(norm, "activation", "silu") not in ("silu", "swish"):
-        return None
-    if not own_forward(norm):  # its forward was swapped (e.g. by kernels): keep it
         return None
     D = x.shape[-1]
     if D != 128 or z.shape != x.shape or z.dtype != x.dtype or not _eligible(x, norm.weight):
