@@ -7,7 +7,6 @@
 set -uo pipefail
 source .device/bootstrap.sh && tar -C /tmp/site -xJf .device-fi/fi.tar.xz
 source benchmarks/device_env.sh
-timeout 120 python benchmarks/diag_norm_compile.py 2>&1 | grep -E "eager|Error" | tee "$R/diag_norm.txt"
 [ "${SKIP_TESTS:-0}" = 1 ] || { gpu_tests 420; keep; }
 layers_side_by_side 32768; keep
 layers_side_by_side "512 --decode-only"; keep
