@@ -33,3 +33,8 @@ layers_side_by_side() {  # the GDN layer stack, flashqla then FLA's Triton kerne
   timeout 100 python benchmarks/bench_layers.py flashqla $1 --out "$R/layers_flashqla_$tag.json" 2>&1 | tail -1
   FLA_FLASH_QLA=0 timeout 120 python benchmarks/bench_layers.py fla $1 --out "$R/layers_fla_$tag.json" 2>&1 | tail -1
 }
+compile_test() {  # the deep-model torch.compile test on the kernels, one family ($1, default qwen3_5)
+  timeout 200 python -m pytest -q -m gpu -p no:cacheprovider -rA \
+    "tests/test_layers_compile_gpu.py::test_deep_model_compiles_to_kernel_nodes[${1:-qwen3_5}]" \
+    > "$R/compile_test.log" 2>&1; tail -2 "$R/compile_test.log"
+}

@@ -13,7 +13,5 @@ timeout 120 python benchmarks/host_overhead.py --tag after --profile --out "$R/h
 keep
 kernel_tests
 keep
-timeout 200 python -m pytest -q -m gpu -p no:cacheprovider -rA \
-  "tests/test_layers_compile_gpu.py::test_deep_model_compiles_to_kernel_nodes[qwen3_5]" \
-  > "$R/compile_test.log" 2>&1; tail -2 "$R/compile_test.log"
+compile_test
 keep

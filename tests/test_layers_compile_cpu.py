@@ -56,6 +56,16 @@ def compile_and_count(model, run):
     return out, graphs, dict(counters["graph_break"])
 
 
+def compiles_like_stock(stock, fast, run):
+    """Compile ``stock`` and ``fast`` (its swapped copy) around ``run``; assert the swapped model has no graph
+    break and as many graphs as the stock one. Returns (stock's outputs, fast's outputs, fast's graphs)."""
+    stock_out, stock_graphs, _ = compile_and_count(stock, run)
+    out, graphs, breaks = compile_and_count(fast, run)
+    assert breaks == {}, f"graph breaks in the swapped model: {list(breaks)}"
+    assert len(graphs) == len(stock_graphs), (len(graphs), len(stock_graphs))
+    return stock_out, out, graphs
+
+
 def prefill_then_decode(model, prompt, steps):
     from transformers import DynamicCache
 
@@ -108,9 +118,6 @@ def test_deep_model_compiles_like_stock(family):
     def run(m):
         return prefill_then_decode(m, prompt, steps)
 
-    _, stock_graphs, _ = compile_and_count(stock, run)
-    out, graphs, breaks = compile_and_count(fast, run)
-    assert breaks == {}, f"graph breaks in the swapped model: {list(breaks)}"
-    assert len(graphs) == len(stock_graphs), (len(graphs), len(stock_graphs))
+    _, out, _ = compiles_like_stock(stock, fast, run)
     ref = run(fast)
     assert all(torch.equal(a, b) for a, b in zip(out, ref))
