@@ -82,15 +82,15 @@ def test_dispatch_decisions_are_compile_constants():
     import torch._dynamo
 
     def fn(x):
-        why, block_v = dispatch.kernel_plan("chunk", x.device, x.dtype, 128, 128, True, x.shape[0], 4)
+        why = dispatch.kernel_plan("chunk", x.device, x.dtype, True)
         ok = dispatch.runs_kernels_on(x.device) or dispatch.has_binary("gated_rmsnorm", (("dtype", "bfloat16"), ("dim", 128)))
-        return x + (block_v + (1 if why is None else 2) + (10 if ok else 20))
+        return x + ((1 if why is None else 2) + (10 if ok else 20) + dispatch.forced_block_v("FLASHQLA_BLOCK_V"))
 
     torch._dynamo.reset()
     x = torch.ones(3, dtype=torch.bfloat16)
     assert torch.equal(torch.compile(fn, backend="eager", fullgraph=True)(x), fn(x))
     # on the CPU the plan declines and names why
-    assert dispatch.kernel_plan("chunk", x.device, x.dtype, 128, 128, True, 1, 4)[0] == "inputs are not on a CUDA device"
+    assert dispatch.kernel_plan("chunk", x.device, x.dtype, True) == "inputs are not on a CUDA device"
 
 
 def test_packed_seqlens_traced_under_compile():
@@ -114,11 +114,68 @@ def test_packed_seqlens_traced_under_compile():
 def test_block_v_rule(monkeypatch):
     """V block 64 only while both halves fit in one wave, or for short sequences with fewer pairs than SMs."""
     monkeypatch.delenv("FLASHQLA_BLOCK_V", raising=False)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(multi_processor_count=132))
-    dev = torch.device("cpu")
-    assert dispatch.choose_block_v(64, dev) == 64          # 2 x 64 <= 132
-    assert dispatch.choose_block_v(128, dev) == 128        # long sequences: a second wave would double the time
-    assert dispatch.choose_block_v(128, dev, short_seqs=True) == 64
-    assert dispatch.choose_block_v(256, dev, short_seqs=True) == 128
+    assert dispatch.choose_block_v(64, 132) == 64          # 2 x 64 <= 132
+    assert dispatch.choose_block_v(128, 132) == 128        # long sequences: a second wave would double the time
+    assert dispatch.choose_block_v(128, 132, short_seqs=True) == 64
+    assert dispatch.choose_block_v(256, 132, short_seqs=True) == 128
     monkeypatch.setenv("FLASHQLA_BLOCK_V", "64")
-    assert dispatch.choose_block_v(1000, dev) == 64
+    assert dispatch.choose_block_v(1000, 132) == 64
+
+
+def test_plan_traces_without_graph_break_for_new_batch_sizes(monkeypatch):
+    """The size-dependent part of the plan is traced code: a dynamic batch size (or sequence count) gives
+    guards, not a graph break, and the same choices as eager. (The static part is made to accept CPU
+    tensors here; on the GPU it is the same constant function.)"""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from flashqla.validation import validate_inputs
+
+    monkeypatch.delenv("FLASHQLA_BLOCK_V", raising=False)
+    monkeypatch.setattr(dispatch, "_static_decline_reason", lambda *a: None)
+    monkeypatch.setattr(dispatch, "sm_count", lambda device: 132)
+
+    def plan(q, v, g):
+        problem = validate_inputs(q, q, v, g, g, None, None, None, False)
+        ok, block_v = dispatch._plan("chunk", problem, q, q, v, g, g, None, True)
+        return q.sum() * 0 + (block_v if ok else -1)
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(plan, backend="eager", dynamic=True, fullgraph=True)
+    for B, T in ((2, 4096), (3, 4096), (16, 64), (40, 64)):
+        q = torch.zeros(B, T, 1, 128, dtype=torch.bfloat16)
+        v = torch.zeros(B, T, 4, 128, dtype=torch.bfloat16)
+        g = torch.zeros(B, T, 4)
+        assert compiled(q, v, g).item() == plan(q, v, g).item(), (B, T)
+    assert dict(counters["graph_break"]) == {}
+    # 8 / 12 pairs fit one wave at 64; 64 short pairs -> 64; 160 pairs -> 128
+    assert [plan(torch.zeros(B, T, 1, 128, dtype=torch.bfloat16), torch.zeros(B, T, 4, 128, dtype=torch.bfloat16),
+                 torch.zeros(B, T, 4)).item() for B, T in ((2, 4096), (16, 64), (40, 64))] == [64, 64, 128]
+
+
+def test_meta_tensors_take_the_op():
+    """Meta (and other non-CUDA) tensors go through the custom op and its fake implementation, never the launch."""
+    k = torch.empty(100, 2, 128, dtype=torch.bfloat16, device="meta")
+    beta = torch.empty(100, 6, device="meta")
+    cu = torch.empty(3, dtype=torch.int32, device="meta")
+    a, gc, rk = ops.kkt_solve(k, beta, beta, cu, cu, 6, True)
+    assert a.device.type == "meta" and a.shape == (100, 6, 64) and gc.shape == rk.shape == (100, 6)
+    x = torch.empty(90, 128, dtype=torch.float16, device="meta")
+    assert ops.gated_rmsnorm(x, x, torch.empty(128, dtype=torch.float16, device="meta"), 1e-6).shape == (90, 128)
+
+
+def test_compiled_packed_seqlens_checks_values():
+    """Under torch.compile a bad cu_seqlens fails a device-side assert (raised at once on the CPU)."""
+    import torch._dynamo
+
+    def fn(cu, x):
+        return dispatch.packed_seqlens(cu, 1, x.shape[0], x.device)[1]
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)
+    x = torch.zeros(164)
+    assert compiled(torch.tensor([0, 100, 164]), x).tolist() == [0, 2, 3]
+    for bad in ([0, 120, 100, 164], [0, 100, 150], [5, 100, 164]):
+        with pytest.raises(RuntimeError, match="cu_seqlens"):
+            compiled(torch.tensor(bad), x)

@@ -76,9 +76,11 @@ def test_manifest_lists_every_spec_with_the_recurrent_signature():
 
 def test_block_v_choice(monkeypatch):
     monkeypatch.setenv("FLASHQLA_RECURRENT_BLOCK_V", "16")
-    assert dispatch.choose_recurrent_block_v(1000, torch.device("cpu")) == 16
+    assert dispatch.choose_recurrent_block_v(1000, 132) == 16
     monkeypatch.setenv("FLASHQLA_RECURRENT_BLOCK_V", "32")
-    assert dispatch.choose_recurrent_block_v(1, torch.device("cpu")) == 32
+    assert dispatch.choose_recurrent_block_v(1, 132) == 32
+    monkeypatch.delenv("FLASHQLA_RECURRENT_BLOCK_V")
+    assert dispatch.choose_recurrent_block_v(32, 132) == 16 and dispatch.choose_recurrent_block_v(33, 132) == 32
 
 
 def test_cpu_call_is_not_offered_to_the_kernel():

@@ -7,11 +7,13 @@ caller keeps fp32 accuracy. Everything else valid falls back to the reference wi
 naming the reason; CPU tensors use the reference silently.
 
 Under torch.compile the call traces as graph nodes, with no graph break: the decisions that depend only on
-the machine and the call's static properties (device, dtype, head dims, binaries present, block size) are
-made in :func:`kernel_plan`, which Dynamo runs once while tracing and treats as a constant
-(``torch.compiler.assume_constant_result``); the kernels are ``torch.library`` custom ops with fake
+the machine and constants of the graph (device, dtype, binaries present, SM count, the FLASHQLA_*BLOCK_V
+overrides) are functions Dynamo runs once while tracing and keeps as constants
+(:func:`kernel_plan`, :func:`sm_count`, :func:`forced_block_v`, ``torch.compiler.assume_constant_result``);
+every size test (head dims, sequences, pairs per SM count, short sequences) is plain traced code, so
+symbolic sizes give guards, not graph breaks; the kernels are ``torch.library`` custom ops with fake
 implementations (:mod:`.ops`); the per-tensor ``cu_seqlens`` cache of eager calls is replaced by the same
-few device ops traced into the graph.
+few device ops traced into the graph, with the values checked on the device.
 """
 
 from __future__ import annotations
@@ -64,12 +66,10 @@ def runs_kernels_on(device: torch.device) -> bool:
     return device_supported(device)[0]
 
 
-def _static_decline_reason(device: torch.device, dtype: torch.dtype, K: int, V: int) -> str | None:
+def _static_decline_reason(device: torch.device, dtype: torch.dtype) -> str | None:
     ok, why = device_supported(device)
     if not ok:
         return why
-    if K != HEAD_DIM or V != HEAD_DIM:
-        return f"head dims K={K}, V={V}: the kernels are built for K = V = {HEAD_DIM}"
     if dtype not in _KERNEL_DTYPES:
         return f"q/k/v dtype {dtype}: the kernels take bf16/fp16 (fp32 runs on the exact reference)"
     ok, why = _binaries_ready()
@@ -85,30 +85,38 @@ _AUTOGRAD_REASON = "autograd requested: no backward kernel yet, the differentiab
 
 
 @torch.compiler.assume_constant_result
-def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, K: int, V: int, use_l2norm: bool,
-                num_seqs: int, num_v_heads: int, short_seqs: bool = False) -> tuple[str | None, int]:
-    """(why the kernels decline the call, or None; the block_v to launch) from a call's static properties.
+def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, use_l2norm: bool) -> str | None:
+    """Why the kernels decline a call on ``device`` with this dtype and flag, or None (warned once per reason).
 
-    ``op`` is "chunk" or "recurrent"; ``short_seqs``: the sequences average at most SHORT_SEQ_CHUNKS chunks
-    (a bool, so that under torch.compile a new prompt length does not recompile, only crossing the bound). Warns once per reason when declining. The result depends only on
-    the machine, the prebuilt binaries, the FLASHQLA_*BLOCK_V overrides and the arguments, so
-    torch.compile runs this once while tracing and keeps the result as a constant (the graph is
-    specialised on device, dtype and these sizes anyway). Autograd is checked by the caller.
+    ``op`` is "chunk" or "recurrent". Depends only on the machine, the prebuilt binaries and its arguments,
+    which are constants of a compiled graph, so torch.compile runs it once while tracing and keeps the
+    result. Every size (head dims, sequences, tokens) is tested by the caller in traced code
+    (:func:`_plan`), where it becomes a guard, not a constant (sizes may be symbolic). Autograd is checked
+    by the caller too.
     """
-    why = _static_decline_reason(device, dtype, K, V)
-    block_v = 0
+    why = _static_decline_reason(device, dtype)
     if why is None and op == "recurrent":
-        block_v = choose_recurrent_block_v(num_seqs * num_v_heads, device)
-        if num_seqs > _MAX_GRID_Y:
-            why = f"{num_seqs} sequences: the decode kernel's grid takes at most {_MAX_GRID_Y}"
-        elif not has_binary("recurrent_fwd", (("dtype", _DTYPE_NAMES[dtype]), ("use_l2norm", bool(use_l2norm)),
-                                              ("block_v", block_v))):
-            why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
-    elif why is None:
-        block_v = choose_block_v(num_seqs * num_v_heads, device, short_seqs)
+        for block_v in (16, 32):
+            if not has_binary("recurrent_fwd", (("dtype", _DTYPE_NAMES[dtype]), ("use_l2norm", bool(use_l2norm)),
+                                                ("block_v", block_v))):
+                why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
     if why is not None:
         warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
-    return why, block_v
+    return why
+
+
+@torch.compiler.assume_constant_result
+def sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of ``device`` (a constant under torch.compile)."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@torch.compiler.assume_constant_result
+def forced_block_v(name: str) -> int:
+    """The V block forced by environment variable ``name`` (FLASHQLA_BLOCK_V, FLASHQLA_RECURRENT_BLOCK_V),
+    or 0. Tests and benchmarks use it to cover every binary; under torch.compile it is read once, while
+    tracing (a compiled graph keeps the value it was traced with)."""
+    return int(os.environ.get(name) or 0)
 
 
 def _chunk_offsets(cu32: torch.Tensor) -> torch.Tensor:
@@ -125,14 +133,19 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     skipped while a CUDA graph is being captured). Fixed length: cached per (B, T, device).
 
     Under torch.compile the two tensors are computed by device ops traced into the graph (a few tiny
-    kernels, no host sync); the values of a packed ``cu_seqlens`` are then not checked, as under CUDA
-    graph capture (checking them needs the host).
+    kernels, no host sync), and a packed ``cu_seqlens`` is checked by a device-side assert (on CUDA a
+    failed one stops the process with the message; under CUDA graph capture of eager calls the values are
+    not checked: the tensor must have been seen once before).
     """
     if torch.compiler.is_compiling():
         if cu_seqlens is None:
             cu = torch.arange(B + 1, dtype=torch.int32, device=device) * T
         else:
             cu = cu_seqlens.to(device=device, dtype=torch.int32).contiguous()
+            # the host check of eager calls, as a device-side assert (no sync): bad offsets would make the
+            # kernels read and write out of bounds
+            torch._assert_async((cu[0] == 0) & (cu[-1] == T) & (cu[1:] >= cu[:-1]).all(),
+                                "flashqla: cu_seqlens must start at 0, be non-decreasing and end at T")
         return cu, _chunk_offsets(cu)
     if cu_seqlens is None:
         key = (B, T, str(device))
@@ -165,20 +178,20 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 SHORT_SEQ_CHUNKS = 32  # sequences of at most this many 64-token chunks on average count as short
 
 
-def choose_block_v(num_pairs: int, device: torch.device, short_seqs: bool = False) -> int:
+def choose_block_v(num_pairs: int, sms: int, short_seqs: bool = False) -> int:
     """V columns a fused-forward CTA owns: 64 (two CTAs per (sequence, head)) or 128.
 
     The fused kernel runs one CTA per SM, each walking its sequence's chunks. A V block of 64 halves each
     CTA's chain but doubles the CTAs: it wins when both halves still fit in one wave (2 x pairs <= SMs),
     and, measured, on short sequences (``short_seqs``: at most SHORT_SEQ_CHUNKS chunks on average) with
-    fewer pairs than SMs.
-    With long sequences and SMs / 2 < pairs < SMs the second wave would double the time, so 128.
-    FLASHQLA_BLOCK_V=64|128 forces a choice (tests and benchmarks use it to cover both binaries).
+    fewer pairs than SMs. With long sequences and SMs / 2 < pairs < SMs the second wave would double the
+    time, so 128. FLASHQLA_BLOCK_V=64|128 forces a choice (:func:`forced_block_v`). Under torch.compile
+    ``num_pairs`` may be symbolic: the comparisons become guards (a new batch size recompiles only when it
+    crosses a bound).
     """
-    forced = os.environ.get("FLASHQLA_BLOCK_V")
+    forced = forced_block_v("FLASHQLA_BLOCK_V")
     if forced:
-        return int(forced)
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
+        return forced
     if 2 * num_pairs <= sms:
         return 64
     if num_pairs < sms and short_seqs:
@@ -200,17 +213,32 @@ def _scale(problem, scale) -> float:
 
 
 def _plan(op, problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel) -> tuple[bool, int]:
-    """(whether the kernels serve the call, block_v): the static plan, then the autograd check."""
-    why, block_v = kernel_plan(op, q.device, q.dtype, int(problem.K), int(problem.V),
-                               bool(use_qk_l2norm_in_kernel), int(problem.N), int(problem.HV),
-                               bool(problem.B * problem.T <= SHORT_SEQ_CHUNKS * 64 * problem.N))
+    """(whether the kernels serve the call, block_v): the static plan, the sizes, then the autograd check.
+
+    Traced as plain code under torch.compile: the static plan is a constant, and the size tests (sequences
+    per grid, pairs per SM count, short sequences) are comparisons that become guards, so a new batch size,
+    sequence count or prompt length neither breaks the graph nor recompiles unless it crosses a bound.
+    """
+    if kernel_plan(op, q.device, q.dtype, bool(use_qk_l2norm_in_kernel)) is not None:
+        return False, 0
+    why = None
+    if problem.K != HEAD_DIM or problem.V != HEAD_DIM:
+        why = f"head dims K={problem.K}, V={problem.V}: the kernels are built for K = V = {HEAD_DIM}"
+    elif problem.N > _MAX_GRID_Y:  # both kernels put sequences on grid y
+        why = f"{problem.N} sequences: the kernels' grid takes at most {_MAX_GRID_Y}"
     if why is not None:
+        if not torch.compiler.is_compiling():  # a warning would be a graph break
+            warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
         return False, 0
     if _autograd_requested(q, k, v, g, beta, initial_state):
-        if not torch.compiler.is_compiling():  # a warning would be a graph break; eager calls say it
+        if not torch.compiler.is_compiling():
             warn_once(f"{op}:autograd", f"flashqla: {_OP_NAMES[op]} runs on the reference: {_AUTOGRAD_REASON}")
         return False, 0
-    return True, block_v
+    sms = sm_count(q.device)
+    pairs = problem.N * problem.HV
+    if op == "recurrent":
+        return True, choose_recurrent_block_v(pairs, sms)
+    return True, choose_block_v(pairs, sms, problem.B * problem.T <= SHORT_SEQ_CHUNKS * 64 * problem.N)
 
 
 def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
@@ -229,16 +257,15 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)
 
 
-def choose_recurrent_block_v(num_pairs: int, device: torch.device) -> int:
+def choose_recurrent_block_v(num_pairs: int, sms: int) -> int:
     """V columns a decode CTA owns: 16 when 32-column CTAs (4 per (sequence, head)) would not cover
     the SMs, else 32. The thread count is 4 per column either way; only the spread over SMs changes.
 
-    FLASHQLA_RECURRENT_BLOCK_V=32|16 forces a choice (tests and benchmarks use it to cover both binaries).
+    FLASHQLA_RECURRENT_BLOCK_V=32|16 forces a choice (:func:`forced_block_v`).
     """
-    forced = os.environ.get("FLASHQLA_RECURRENT_BLOCK_V")
+    forced = forced_block_v("FLASHQLA_RECURRENT_BLOCK_V")
     if forced:
-        return int(forced)
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
+        return forced
     return 16 if num_pairs * (HEAD_DIM // 32) < sms else 32
 
 

@@ -39,9 +39,9 @@ recording (e.g. an inference-kernelized model called outside ``torch.no_grad``),
 flashqla's differentiable fp32 reference (:mod:`flashqla.reference`), so gradients stay correct;
 on CUDA this is slow and warned once. ``can_torch_compile = True``: the layers trace whole under
 torch.compile, with no graph break. The kernels are ``torch.library`` custom ops with fake implementations,
-so each launch is one node of the graph; the dispatch decisions that depend only on the machine and the
-call's static properties (GPU, dtype, head dims, binaries present, block size) are compile constants
-(:func:`flashqla.dispatch.kernel_plan`); the ``cu_seqlens`` bookkeeping is traced as device ops. A model
+so each launch is one node of the graph; the dispatch decisions that depend only on the machine (GPU,
+dtype, binaries present, SM count) are compile constants (:func:`flashqla.dispatch.kernel_plan`), the size
+tests are traced code (guards under dynamic shapes), the ``cu_seqlens`` bookkeeping is device ops. A model
 with a cache and 9 GDN layers compiles into as many graphs as the stock transformers model (3), with no
 recompile per layer (``tests/test_layers_compile_cpu.py``; on the kernels:
 ``tests/test_layers_compile_gpu.py``).

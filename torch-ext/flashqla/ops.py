@@ -30,10 +30,11 @@ _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 def kernel_op(fn):
     """Register ``fn`` as the custom op ``<ns>::<fn name>`` and return its entry point.
 
-    Under torch.compile (and for fake / meta tensors) the entry calls the custom op, so the launch is one
-    node of the graph, with the fake implementation registered through ``entry.register_fake``; the op
-    first makes every tensor input contiguous and 16-byte aligned (a compiled graph may hand it views of a
-    larger buffer). Eager calls on real tensors run ``fn`` directly: torch's dispatcher adds ~10 us per
+    Under torch.compile, for fake / meta / non-CUDA tensors, under torch.jit.trace and under a
+    TorchDispatchMode (make_fx and friends) the entry calls the custom op, so the launch is recorded (one
+    graph node, with the fake implementation registered through ``entry.register_fake``); the op first makes
+    every tensor input contiguous and 16-byte aligned (a compiled graph may hand it views of a larger
+    buffer). Plain eager calls on CUDA tensors run ``fn`` directly: torch's dispatcher adds ~10 us per
     custom-op call, which on short inputs is as long as the kernels. Eager callers pass contiguous tensors
     and ``fn`` itself aligns those that TMA or vector loads read; they never pass tensors that require
     grad (dispatch serves those with the reference).
@@ -46,9 +47,11 @@ def kernel_op(fn):
 
     @functools.wraps(fn)
     def entry(*args):
-        if torch.compiler.is_compiling() or type(args[0]) is not torch.Tensor:
-            return op(*args)
-        return fn(*args)
+        x = args[0]
+        if (type(x) is torch.Tensor and x.is_cuda and not torch.compiler.is_compiling()
+                and not torch._C._get_tracing_state() and not torch._C._len_torch_dispatch_stack()):
+            return fn(*args)
+        return op(*args)
 
     entry.op = op
     entry.register_fake = op.register_fake
