@@ -10,13 +10,10 @@
   under dynamic shapes by tests/test_ops_fake.py.
 """
 
-import copy
-import types
-
 import pytest
 import torch
 
-from test_layers_e2e_cpu import FAMILIES, _config, _is_gdn, build, init_gdn_decay, swapped
+from test_layers_e2e_cpu import FAMILIES, _config, build, init_gdn_decay, swapped
 
 DEEP_LAYERS = 12  # 9 GDN + 3 full attention layers
 
@@ -28,16 +25,6 @@ def deep_config(config, layers: int = DEEP_LAYERS):
     if hasattr(config, "mlp_only_layers") and config.mlp_only_layers:
         config.mlp_only_layers = list(range(layers))
     return config
-
-
-def swap_all(model, layers_module):
-    """A copy of ``model`` with every GDN module running flashqla's layer forward (bound as kernels does)."""
-    new = copy.deepcopy(model)
-    for m in new.modules():
-        if _is_gdn(m):
-            cls = layers_module.Qwen3NextGatedDeltaNet if "Next" in type(m).__name__ else layers_module.Qwen3_5GatedDeltaNet
-            m.forward = types.MethodType(cls.forward, m)
-    return new
 
 
 def compile_and_count(model, run):
@@ -107,12 +94,10 @@ def test_compiled_swapped_model_with_cache_equals_eager(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_deep_model_compiles_like_stock(family):
-    import flashqla.layers as fl_layers
-
     config, cls = _config(family)
     torch.manual_seed(0)
     stock = init_gdn_decay(cls(deep_config(config))).eval()
-    fast = swap_all(stock, fl_layers)
+    fast = swapped(stock, expected_gdn=9)
     gen = torch.Generator().manual_seed(4)
     prompt = torch.randint(1, 200, (2, 40), generator=gen)
     steps = [torch.randint(1, 200, (2, 1), generator=gen) for _ in range(3)]

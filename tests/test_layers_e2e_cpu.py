@@ -119,8 +119,8 @@ def build(family: str, dtype: torch.dtype):
     return _BUILT[key]
 
 
-def swapped(model):
-    """A copy of ``model`` whose GDN modules run flashqla's layer forward."""
+def swapped(model, expected_gdn: int = 3):
+    """A copy of ``model`` whose GDN modules (``expected_gdn`` of them) run flashqla's layer forward."""
     new = copy.deepcopy(model)
     n = 0
     for m in new.modules():
@@ -128,7 +128,7 @@ def swapped(model):
             layer = fl_layers.Qwen3NextGatedDeltaNet if "Next" in type(m).__name__ else fl_layers.Qwen3_5GatedDeltaNet
             m.forward = types.MethodType(layer.forward, m)
             n += 1
-    assert n == 3
+    assert n == expected_gdn
     return new
 
 

@@ -95,11 +95,10 @@ def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, use_l2norm: b
     by the caller too.
     """
     why = _static_decline_reason(device, dtype)
-    if why is None and op == "recurrent":
-        for block_v in (16, 32):
-            if not has_binary("recurrent_fwd", (("dtype", _DTYPE_NAMES[dtype]), ("use_l2norm", bool(use_l2norm)),
-                                                ("block_v", block_v))):
-                why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
+    if why is None and op == "recurrent" and not all(
+            has_binary("recurrent_fwd", (("dtype", _DTYPE_NAMES[dtype]), ("use_l2norm", bool(use_l2norm)),
+                                         ("block_v", block_v))) for block_v in (16, 32)):
+        why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
     if why is not None:
         warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
     return why
@@ -226,13 +225,11 @@ def _plan(op, problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel)
         why = f"head dims K={problem.K}, V={problem.V}: the kernels are built for K = V = {HEAD_DIM}"
     elif problem.N > _MAX_GRID_Y:  # both kernels put sequences on grid y
         why = f"{problem.N} sequences: the kernels' grid takes at most {_MAX_GRID_Y}"
+    elif _autograd_requested(q, k, v, g, beta, initial_state):
+        why = _AUTOGRAD_REASON
     if why is not None:
         if not torch.compiler.is_compiling():  # a warning would be a graph break
             warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
-        return False, 0
-    if _autograd_requested(q, k, v, g, beta, initial_state):
-        if not torch.compiler.is_compiling():
-            warn_once(f"{op}:autograd", f"flashqla: {_OP_NAMES[op]} runs on the reference: {_AUTOGRAD_REASON}")
         return False, 0
     sms = sm_count(q.device)
     pairs = problem.N * problem.HV

@@ -75,8 +75,8 @@ def _dense(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     """t if it is contiguous and 16-byte aligned (TMA and the kernels' vector loads need both), else a
     contiguous copy. Eager callers pass such tensors already; under torch.compile the graph may hand an op
     a view of a larger buffer."""
-    if t is None or (t.is_contiguous() and t.data_ptr() % 16 == 0):
-        return t
+    if t is None or t.is_contiguous():
+        return _aligned(t)
     return t.clone(memory_format=torch.contiguous_format)
 
 
@@ -95,17 +95,10 @@ def _state_outputs(q, v, N: int, output_final_state: bool, alloc):
     return o, ht
 
 
-_BINARIES: dict[tuple, loader.Binary] = {}
-
-
 def _binary(kernel: str, **params) -> loader.Binary:
-    key = (kernel, *params.items())  # callers pass the parameters in a fixed order
-    b = _BINARIES.get(key)
+    b = loader.find(kernel, **params)  # cached there, per (kernel, params)
     if b is None:
-        b = loader.find(kernel, **params)
-        if b is None:
-            raise RuntimeError(f"flashqla: no prebuilt binary for {kernel} {params}; run `python -m flashqla_kernels.build`")
-        _BINARIES[key] = b
+        raise RuntimeError(f"flashqla: no prebuilt binary for {kernel} {params}; run `python -m flashqla_kernels.build`")
     return b
 
 
