@@ -124,6 +124,7 @@ def main():
         decode = decode_step_ms(m)
         mixer_decode = mixer_decode_step_ms(m)
     res = {"which": which, "FLA_FLASH_QLA": os.environ.get("FLA_FLASH_QLA"), "T": T,
+           "flash_qla_imported": "flash_qla" in sys.modules,  # FLA -> FlashQLA really dispatched
            "device": torch.cuda.get_device_name(), "mixers_ms": mixers, "mixer_tokens_per_s": None if mixers is None else T / mixers * 1e3,
            "model_ms": model, "decode_ms": decode,
            "mixer_decode_ms": mixer_decode}
