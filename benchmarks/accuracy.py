@@ -1,6 +1,6 @@
 """Error of flashqla and FlashQLA against the float64 token recurrence on the same inputs (issue 3).
 
-python benchmarks/accuracy.py --out acc.json [--chains w,wy] [--no-flash-qla]
+python benchmarks/accuracy.py --out acc.json
 Inputs: bf16 q/k/v (q, k normalised), strong decay (g down to -20 per token on a quarter of the heads),
 25% zero-decay heads, beta = sigmoid(randn), h0 given; layouts: one 65536-token sequence and a ragged
 packed batch with a zero-length sequence. Reports relative L2 error of o and the final state.
@@ -25,18 +25,10 @@ def rel(x, ref):
     return ((x - ref).norm() / ref.norm()).item() if torch.isfinite(x).all() else float("nan")
 
 
-def runners(chains, with_flash_qla=True):
+def runners():
     import flashqla
-    from flashqla import ops
 
-    def with_chain(chain):
-        def run(inp):
-            ops.CHUNK_CHAIN = chain or ops.CHUNK_CHAIN
-            return flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-        return run
-    out = {f"flashqla[{c}]" if c else "flashqla": with_chain(c) for c in chains}
-    if not with_flash_qla:
-        return out
+    out = {"flashqla": lambda inp: flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)}
     try:
         from flash_qla import chunk_gated_delta_rule as fq
 
@@ -49,11 +41,9 @@ def runners(chains, with_flash_qla=True):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--chains", default="", help="chunk_fwd state chains to compare, e.g. w,wy (default: the runtime's)")
-    ap.add_argument("--no-flash-qla", action="store_true", help="skip FlashQLA (it JIT-compiles for minutes)")
     args = ap.parse_args()
     res = {"device": torch.cuda.get_device_name(), "cases": {}}
-    libs = runners(args.chains.split(",") if args.chains else [""], not args.no_flash_qla)
+    libs = runners()
     for name, (seqs, H, HV) in CASES.items():
         inp = make_inputs(seqs, H=H, HV=HV, seed=31)
         o_ref, ht_ref = oracle(inp, False)

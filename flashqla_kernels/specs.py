@@ -13,7 +13,6 @@ DTYPES = ("bfloat16", "float16")
 HEAD_DIM = 128
 KKT_MERGES = ("regs", "tc")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
 CHUNK = 64
-CHUNK_CHAINS = ("w", "wy")  # chunk_fwd state chains: "w" (v4, chunk_fwd.py), "wy" (v5, chunk_fwd_wy.py); FLASHQLA_CHUNK_CHAIN
 RECURRENT_BLOCK_VS = (32, 16)  # recurrent_fwd V blocks: 16 doubles the CTAs of small decode batches
 
 
@@ -48,8 +47,8 @@ def kkt_solve_specs() -> list[Spec]:
 
 def chunk_fwd_specs() -> list[Spec]:
     return [
-        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, chain=ch)
-        for d in DTYPES for l2 in (False, True) for bv in (128, 64) for ch in CHUNK_CHAINS
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv)
+        for d in DTYPES for l2 in (False, True) for bv in (128, 64)
     ]
 
 
@@ -76,12 +75,8 @@ def program_for(spec: Spec):
         from .kkt_solve import kkt_solve_program
         return kkt_solve_program(**spec.kwargs())
     if spec.kernel == "chunk_fwd":
-        kw = spec.kwargs()
-        if kw.pop("chain") == "wy":
-            from .chunk_fwd_wy import chunk_fwd_wy_program
-            return chunk_fwd_wy_program(**kw)
         from .chunk_fwd import chunk_fwd_program
-        return chunk_fwd_program(**kw)
+        return chunk_fwd_program(**spec.kwargs())
     if spec.kernel == "recurrent_fwd":
         from .recurrent_fwd import recurrent_fwd_program
         return recurrent_fwd_program(**spec.kwargs())

@@ -24,8 +24,6 @@ _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 # Block-merge variant of kkt_solve ("tc": 32 -> 64 merge on tf32 tensor cores, default; "regs": all on CUDA cores).
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "tc")
-# State chain of chunk_fwd ("w": v4, three products per chunk; "wy": v5, two, with U and M formed off the chain).
-CHUNK_CHAIN = os.environ.get("FLASHQLA_CHUNK_CHAIN", "w")
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -171,8 +169,7 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
-    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v,
-                chain=CHUNK_CHAIN)
+    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
     _launch(b, v.device, q=q, k=k, v=v, gc=gc, a=a, rk=rk, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
             scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
             num_seqs_p1=cu_seqlens.numel())
@@ -211,8 +208,7 @@ def recurrent_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Te
     h0 = initial_state if initial_state is not None else unused
     ht_arg = ht if output_final_state else unused
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
-    b = _binary("recurrent_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v,
-                chain=CHUNK_CHAIN)
+    b = _binary("recurrent_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
     _launch(b, v.device, q=q, k=k, v=v, g=g, beta=beta, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
             scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
             num_seqs_p1=cu_seqlens.numel())
