@@ -30,7 +30,8 @@ Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroup
                    S = gamma_last S + K^T (d Vn)           -- the serial chain across chunks; it waits on
                    nothing but its inputs and the release of the two buffers it hands over
     WG1 "output" : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, O through shared memory (swizzled) to
-                   masked 16-byte row stores                   -- overlaps WG0's chain
+                   masked 16-byte row stores                   -- overlaps WG0's chain; it releases the
+                   input stage as soon as P is formed
     WG2 producer : one warp loads q, k, v, a (TMA) and G, with the per-row factors of WG0 (gamma rk, d rk,
                    gamma_last) computed once, into `num_stages` shared stages.
 Every product is a wgmma from shared memory with fp32 accumulation; mbarriers hand stages and
@@ -199,6 +200,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             p_s[i, j] = p_f[i, j] * ga_f[i, j] * scale
                     for i in T.Parallel(C):
                         of_f[i] = T.exp2(gc_s[st, i] * LOG2E) * rq_s[i]
+                    T.barrier_arrive(empty[st])  # nothing below reads the stage: the producer may refill it
                     for i, j in T.Parallel(C, BV):
                         o_f[i, j] = o_f[i, j] * of_f[i]
                     T.barrier_wait(vn_ready[vb], (c // 2) % 2)
@@ -208,7 +210,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     for i, j in T.Parallel(C, BV):
                         if t0 + i < seq_end:
                             o[t0 + i, hv, v0 + j] = o_s[i, j]
-                    T.barrier_arrive(empty[st])
 
             else:
                 # ------------------------------------------------------------- WG2: producer

@@ -144,10 +144,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
                     g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
                 T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
-                T.copy(kk_f, l_s)
-                if use_l2norm:
-                    for i in T.Parallel(C):
-                        rn_s[i] = T.rsqrt(l_s[i, i] + L2NORM_EPS)
+                if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
+                    for i, j in T.Parallel(C, C):
+                        if i == j:
+                            rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
                     for i in T.Parallel(C):
                         if t0 + i < t_end:
                             rk[t0 + i, hv] = rn_s[i]
@@ -157,7 +157,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i], 0.0)
                 T.copy(kk_f, l_s)
-                T.clear(x_s)  # the merges read whole diagonal blocks: their upper triangles must be 0
+                # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
+                # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
+                # their diagonals; every other read is of the lower triangle)
+                for i, j in T.Parallel(SUB, SUB):
+                    x_s[i, SUB + j] = 0.0
+                    x_s[2 * SUB + i, 3 * SUB + j] = 0.0
                 # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
                 if tx < C:
                     blk = tx // SUB

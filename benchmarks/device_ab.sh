@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# A/B of two kernel builds in one call: poisoned kernel tests on the new build, then the rows below timed
+# new / old / new / old (interleaved, so drift shows), kkt_solve alone beside each total.
+# Carry [".device", ".device-bins", ".device-bins-old"] (.device-bins-old/torch-cuda.tar.xz: the baseline's pack).
+set -uo pipefail
+source benchmarks/device_env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
+mkdir -p /tmp/old && tar xJf .device-bins-old/torch-cuda.tar.xz -C /tmp/old
+kernel_tests 150; keep
+ROWS=${ROWS:-397B-TP1/8192x4,35B-TP1/8192x4,397B-TP2/8192x4,27B-TP1/16384+16384,397B-TP1/1024x8,2B-TP1/1024x8,397B-TP8/1024x8,397B-TP8/1x8192,27B-TP1/1x32768,397B-TP1/1x2048}
+for variant in new old new2 old2; do
+  case $variant in old*) bins=/tmp/old/torch-cuda/_binaries;; *) bins=$FLASHQLA_BINARIES_DIR;; esac
+  FLASHQLA_BINARIES_DIR=$bins timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows "$ROWS" \
+    --rep 50 --breakdown --out "$R/ab_$variant.json" 2>&1 | grep -v Warn | sed "s/^/[$variant] /"
+  keep
+done
