@@ -13,8 +13,6 @@ DTYPES = ("bfloat16", "float16")
 HEAD_DIM = 128
 KKT_MERGES = ("regs", "tc")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
 CHUNK = 64
-# chunk_fwd input stages by V block: 2 fill shared memory at 128 (223 KB); at 64 a third fits (~206 KB)
-CHUNK_FWD_STAGES = {128: 2, 64: 3}
 RECURRENT_BLOCK_VS = (32, 16)  # recurrent_fwd V blocks: 16 doubles the CTAs of small decode batches
 
 
@@ -49,7 +47,7 @@ def kkt_solve_specs() -> list[Spec]:
 
 def chunk_fwd_specs() -> list[Spec]:
     return [
-        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, num_stages=CHUNK_FWD_STAGES[bv])
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv)
         for d in DTYPES for l2 in (False, True) for bv in (128, 64)
     ]
 
