@@ -41,7 +41,7 @@ LOG2E = 1.4426950408889634
 
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
-                      head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 6):
+                      head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128):
     """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3)."""
     K, C = head_dim_k, chunk_size
@@ -112,16 +112,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         search_steps: T.int32,
     ):
         with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
-            # the CTAs are short and phase-serial (latency-bound): registers <= 65536 / (128 x 6) keep 6 resident
-            # on an SM (shared memory, 36.5 KB a CTA, allows 6 as well); the default launch bound gave 96 and 5
-            T.annotate_min_blocks_per_sm(min_blocks_per_sm)
             k_s = T.alloc_shared((C, K), dtype)
             l_s = T.alloc_shared((C, C), "float32")
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             g_s = T.alloc_shared((C,), "float32")
             gc_s = T.alloc_shared((C,), "float32")
-            ao_s = T.alloc_shared((C, C), dtype)
             g_sum = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             x_s = T.alloc_shared((C, C), "float32")
@@ -159,7 +155,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 else:
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i], 0.0)
-                T.copy(kk_f, l_s)
+                # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
+                for i, j in T.Parallel(C, C):
+                    if j // SUB <= i // SUB:
+                        l_s[i, j] = kk_f[i, j]
                 # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
                 # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
                 # their diagonals; every other read is of the lower triangle)
@@ -207,16 +206,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 ej = tx % C
                 col_beta = beta_s[ej]
                 col_g = gc_s[ej]
+                # straight to global memory: a warp writes 32 consecutive columns of one row (64 coalesced bytes)
                 for ii in T.unroll(C * C // threads):
                     ei = ii * (threads // C) + tx // C
-                    if ej <= ei:  # a branch, not a select: warps wholly above the diagonal skip the loads and exp2
-                        ao_s[ei, ej] = T.cast(x_s[ei, ej] * col_beta * T.exp2(T.min(gc_s[ei] - col_g, 0.0) * LOG2E), dtype)
-                    else:
-                        ao_s[ei, ej] = T.cast(0.0, dtype)
-                # rows leave through shared memory so that each thread stores 16-byte vectors
-                for i, j in T.Parallel(C, C):
-                    if t0 + i < t_end:
-                        a[t0 + i, hv, j] = ao_s[i, j]
+                    if t0 + ei < t_end:
+                        a[t0 + ei, hv, ej] = T.cast(T.if_then_else(
+                            ej <= ei, x_s[ei, ej] * col_beta * T.exp2(T.min(gc_s[ei] - col_g, 0.0) * LOG2E), 0.0), dtype)
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
                         gc[t0 + i, hv] = gc_s[i]
