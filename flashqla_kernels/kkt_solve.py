@@ -121,6 +121,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             g_sum = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             x_s = T.alloc_shared((C, C), "float32")
+            ao_s = T.alloc_shared((C, C), dtype)
             t_s = T.alloc_shared((C // 2, C // 2), "float32")
             t16_f = T.alloc_fragment((2, SUB, SUB), "float32")
             x16_f = T.alloc_fragment((2, SUB, SUB), "float32")
@@ -206,12 +207,15 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 ej = tx % C
                 col_beta = beta_s[ej]
                 col_g = gc_s[ej]
-                # straight to global memory: a warp writes 32 consecutive columns of one row (64 coalesced bytes)
                 for ii in T.unroll(C * C // threads):
                     ei = ii * (threads // C) + tx // C
-                    if t0 + ei < t_end:
-                        a[t0 + ei, hv, ej] = T.cast(T.if_then_else(
-                            ej <= ei, x_s[ei, ej] * col_beta * T.exp2(T.min(gc_s[ei] - col_g, 0.0) * LOG2E), 0.0), dtype)
+                    ao_s[ei, ej] = T.cast(T.if_then_else(
+                        ej <= ei, x_s[ei, ej] * col_beta * T.exp2(T.min(gc_s[ei] - col_g, 0.0) * LOG2E), 0.0), dtype)
+                # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
+                # straight from the column-per-thread layout made kkt_solve 16% slower)
+                for i, j in T.Parallel(C, C):
+                    if t0 + i < t_end:
+                        a[t0 + i, hv, j] = ao_s[i, j]
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
                         gc[t0 + i, hv] = gc_s[i]
