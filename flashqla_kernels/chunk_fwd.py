@@ -102,7 +102,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             h_s = T.alloc_shared((K, BV), dtype)
             w_s = T.alloc_shared((C, BV), dtype)
             vn_s = T.alloc_shared((2, C, BV), dtype)
-            p_s = T.alloc_shared((C, C), dtype)
             rq_s = T.alloc_shared((C,), acc)
             o_s = T.alloc_shared((C, BV), dtype)      # O leaves through shared memory in 16-byte row vectors
             # v (read elementwise for W) and o (written from the accumulator layout) are not wgmma operands:
@@ -115,6 +114,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             wf_f = T.alloc_fragment((C,), acc)
             o_f = T.alloc_fragment((C, BV), acc)
             p_f = T.alloc_fragment((C, C), acc)
+            p_b = T.alloc_fragment((C, C), dtype)     # P as the register A operand of P Vn (no shared round trip)
             ga_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, K), acc)
             qn_f = T.alloc_fragment((C,), acc)
@@ -192,19 +192,19 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         for i in T.Parallel(C):
                             rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
                         for i, j in T.Parallel(C, C):
-                            p_s[i, j] = p_f[i, j] * ga_f[i, j] * rq_s[i] * rk_s[st, j]
+                            p_b[i, j] = p_f[i, j] * ga_f[i, j] * rq_s[i] * rk_s[st, j]
                     else:
                         for i in T.Parallel(C):
                             rq_s[i] = scale
                         for i, j in T.Parallel(C, C):
-                            p_s[i, j] = p_f[i, j] * ga_f[i, j] * scale
+                            p_b[i, j] = p_f[i, j] * ga_f[i, j] * scale
                     for i in T.Parallel(C):
                         of_f[i] = T.exp2(gc_s[st, i] * LOG2E) * rq_s[i]
                     T.barrier_arrive(empty[st])  # nothing below reads the stage: the producer may refill it
                     for i, j in T.Parallel(C, BV):
                         o_f[i, j] = o_f[i, j] * of_f[i]
                     T.barrier_wait(vn_ready[vb], (c // 2) % 2)
-                    T.gemm(p_s, vn_s[vb, :, :], o_f, clear_accum=False)
+                    T.gemm(p_b, vn_s[vb, :, :], o_f, clear_accum=False)
                     T.barrier_arrive(vn_used[vb])
                     T.copy(o_f, o_s)
                     for i, j in T.Parallel(C, BV):
