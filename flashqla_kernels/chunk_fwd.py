@@ -117,8 +117,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             p_f = T.alloc_fragment((C, C), acc)
             p_b = T.alloc_fragment((C, C), dtype)     # P as the register A operand of P Vn (no shared round trip)
             ga_f = T.alloc_fragment((C, C), acc)
-            gr_f = T.alloc_fragment((C,), acc)        # G by row of the Gamma mask
-            gq_f = T.alloc_fragment((C,), acc)        # G by column
             qq_f = T.alloc_fragment((C, K), acc)
             qn_f = T.alloc_fragment((C,), acc)
             of_f = T.alloc_fragment((C,), acc)
@@ -180,15 +178,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     vb = c % 2
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
-                    # G of the thread's rows and columns into registers once (read per element, the two shared
-                    # loads of each of 32 elements were ~10% of the kernel's shared-memory wavefronts)
-                    for i in T.Parallel(C):
-                        gr_f[i] = gc_s[st, i]
-                    for j in T.Parallel(C):  # its own loop: the two vectors are laid out differently
-                        gq_f[j] = gc_s[st, j]
                     for i, j in T.Parallel(C, C):
                         ga_f[i, j] = T.if_then_else(
-                            (j <= i) & (t0 + i < seq_end), T.exp2((gr_f[i] - gq_f[j]) * LOG2E), 0.0)
+                            (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[st, i] - gc_s[st, j]) * LOG2E), 0.0)
                     # Q S first: it frees h_s, which the state warpgroup overwrites at its next chunk
                     T.barrier_wait(h_ready, c % 2)
                     T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
