@@ -2,7 +2,7 @@
 # Issue 4's three layer-stack figures in one call on one GPU: flashqla, transformers + FLA Triton
 # (FLA_FLASH_QLA=0), transformers + FLA -> FlashQLA (FLA_FLASH_QLA unset, FlashQLA importable; it JIT-compiles
 # on first use, so it runs once to warm up and is then timed in a second process), then flashqla again to
-# bracket drift; then the GDN mixer decode step for the three, in adjacent pairs.
+# bracket drift; then the GDN mixer decode step for the three, in two adjacent triples.
 # Carry [".device", ".device-bins"].
 set -uo pipefail
 source benchmarks/device_env.sh

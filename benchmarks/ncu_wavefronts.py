@@ -1,6 +1,7 @@
 """Shared-memory wavefronts and warp samples per line of a kernel's generated CUDA (Nsight Compute source page).
 
-python benchmarks/ncu_wavefronts.py src_<kernel>.csv[.xz] build/_binaries/<spec>.cu [N]
+python benchmarks/ncu_wavefronts.py src_<kernel>.csv[.xz] <spec>.cu[.xz] [N]
+The .cu must be the source the profiled binary was built from (kept beside the profile, e.g. profile/source/).
 Reads the per-source-line rows of the .cu section (written by benchmarks/device_ncu.sh), prints the N lines with
 the most shared-memory wavefronts (with their bank-conflict excess and stall samples) and the totals.
 """
@@ -18,8 +19,8 @@ def rows(path):
 def main():
     path, cu = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 20
-    stem = cu.split("/")[-1]
-    src = open(cu).read().split("\n")
+    stem = cu.split("/")[-1].removesuffix(".xz")
+    src = (lzma.open(cu, "rt") if cu.endswith(".xz") else open(cu)).read().split("\n")
     hdr, section, out = None, None, []
     for r in rows(path):
         if len(r) == 2 and r[0] == "File Path":

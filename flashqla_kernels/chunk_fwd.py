@@ -35,7 +35,7 @@ Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroup
     WG2 producer : one warp loads q, k, v, a (TMA) and G, with the per-row factors of WG0 (gamma rk, d rk,
                    gamma_last) computed once, into `num_stages` shared stages.
 Every product is a wgmma with fp32 accumulation, from shared memory except P Vn, whose A operand P stays in
-the output warpgroup's registers (converted from the Q K^T accumulator in place); mbarriers hand stages and
+the output warpgroup's registers (a bf16 fragment with the Q K^T accumulator's thread layout); mbarriers hand stages and
 intermediates between warpgroups (Vn double-buffered); w/u, the deltas and the per-chunk states never
 leave the SM. v and o tiles are swizzled in shared memory (they are read / written elementwise, not by
 wgmma); the key-head index is computed once in int32.

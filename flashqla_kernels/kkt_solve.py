@@ -21,12 +21,14 @@ diagonal of K K^T. Rows past the end of a sequence get beta = 0 and g = 0, so th
 never stored (a chunk never writes into its neighbour's rows).
 
 Tile plan: one CTA of `threads` threads per (chunk, value head). K chunk [C, K] arrives by TMA, K K^T is one
-wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32, and the unit lower
+wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32 (only its 16 x 16 blocks on
+or below the diagonal: the upper 3/8 are never written nor read), and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
 (one thread per column, in registers; the same threads then form the chunk cumsum of g, one row each),
 then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
-CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). Only the lower triangle of x_s is ever
-read. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed
+CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). The merges read the 16 x 16 and 32 x 32
+diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
+epilogue loads above the diagonal too but masks j > i to zero. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed
 to launch it.
 """
 
