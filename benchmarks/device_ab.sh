@@ -13,8 +13,7 @@ sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/ma
 # changes needs the old package too). A side that falls back to the reference warns; that warning is kept.
 kernel_tests 150; keep
 ROWS=${ROWS:-397B-TP1/8192x4,35B-TP1/8192x4,397B-TP2/8192x4,27B-TP1/16384+16384,397B-TP1/1024x8,2B-TP1/1024x8,397B-TP8/1024x8,397B-TP8/1x8192,27B-TP1/1x32768,397B-TP1/1x2048}
-# warm-up, discarded: the first process of a fresh machine times its short (host-bound) rows up to 2x slow
-timeout 30 python benchmarks/bench_prefill.py --lib flashqla --rows quick --rep 20 --out /tmp/warmup.json > /dev/null 2>&1
+warm_up
 for variant in new old new2 old2; do
   case $variant in old*) bins=/tmp/old/torch-cuda/_binaries;; *) bins=$FLASHQLA_BINARIES_DIR;; esac
   FLASHQLA_BINARIES_DIR=$bins timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows "$ROWS" \

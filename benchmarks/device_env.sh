@@ -38,3 +38,6 @@ compile_test() {  # the deep-model torch.compile test on the kernels, one family
     "tests/test_layers_compile_gpu.py::test_deep_model_compiles_to_kernel_nodes[${1:-qwen3_5}]" \
     > "$R/compile_test.log" 2>&1; tail -2 "$R/compile_test.log"
 }
+warm_up() {  # discarded: the first process of a fresh machine times its short (host-bound) rows up to 2x slow
+  timeout 30 python benchmarks/bench_prefill.py --lib flashqla --rows quick --rep 20 --out /tmp/warmup.json > /dev/null 2>&1
+}

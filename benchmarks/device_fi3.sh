@@ -8,8 +8,7 @@ cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -
 source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" > "$R/versions.txt"
-# warm-up, discarded: the first process of a fresh machine times its short (host-bound) rows up to 2x slow
-timeout 30 python benchmarks/bench_prefill.py --lib flashqla --rows quick --rep 20 --out /tmp/warmup.json > /dev/null 2>&1
+warm_up
 for spec in flashinfer:130 flashqla:100 fla:170 flash_qla:150; do
   lib=${spec%%:*}; t=${spec##*:}
   env $( [ $lib = fla ] && echo FLA_FLASH_QLA=0 ) timeout $t python benchmarks/bench_prefill.py --lib $lib \
