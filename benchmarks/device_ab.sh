@@ -12,6 +12,10 @@ sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/ma
 # Only the compiled kernels differ between the two sides: both run this checkout's torch-ext (an A/B of torch-ext
 # changes needs the old package too). A side that falls back to the reference warns; that warning is kept.
 kernel_tests 150; keep
+# a new build that fails or hangs its kernel tests is not timed (a wrong kernel's speed means nothing)
+if ! grep -qE "[0-9]+ passed" "$R/kernel_tests.log" || grep -qE "[0-9]+ (failed|error)|Timeout|timed out" "$R/kernel_tests.log"; then
+  echo "kernel tests did not pass: no timing"; tail -40 "$R/kernel_tests.log"; exit 3
+fi
 ROWS=${ROWS:-397B-TP1/8192x4,35B-TP1/8192x4,397B-TP2/8192x4,27B-TP1/16384+16384,397B-TP1/1024x8,2B-TP1/1024x8,397B-TP8/1024x8,397B-TP8/1x8192,27B-TP1/1x32768,397B-TP1/1x2048}
 warm_up
 for variant in new old new2 old2; do
@@ -20,3 +24,16 @@ for variant in new old new2 old2; do
     --rep 50 --breakdown --out "$R/ab_$variant.json" 2>&1 | grep -E "reference|^flashqla" | sed "s/^/[$variant] /"
   keep
 done
+# PROFILE=1: the new build's chunk_fwd under Nsight Compute (source counters, reference row) and its SASS
+if [ "${PROFILE:-0}" = 1 ]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 150 "$NCU" --clock-control none -k regex:chunk_fwd --launch-skip 1 --launch-count 1 \
+    --set full --import-source yes -o "$R/prof" python benchmarks/ncu_target.py 397B-TP1 8192x4 > "$R/ncu_run.log" 2>&1
+  "$NCU" -i "$R/prof.ncu-rep" --page details > "$R/ncu_details.txt" 2>&1
+  "$NCU" -i "$R/prof.ncu-rep" --page source --csv --print-source cuda,sass > "$R/src_chunk_fwd.csv" 2>/dev/null
+  xz -T0 "$R/src_chunk_fwd.csv" "$R/prof.ncu-rep"
+  grep -E "Duration|L1/TEX Cache Throughput|Executed Ipc A|Issue Slots Busy|No Eligible" "$R/ncu_details.txt" | head -8
+  so=$(ls "$FLASHQLA_BINARIES_DIR"/chunk_fwd__block_v-128__dtype-bf16__use_l2norm-1*.so | head -1)
+  cuobjdump -sass "$so" > "$R/chunk_fwd_bv128.sass" 2>&1 && xz -T0 "$R/chunk_fwd_bv128.sass"
+  keep
+fi

@@ -1,4 +1,4 @@
-"""Fused GDN chunked forward: deltas, state update and output for every chunk, the state kept on chip.
+"""Fused GDN chunked forward: deltas, state update and output for every chunk, the state kept in registers.
 
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
@@ -14,31 +14,31 @@ Outputs:
     o          [T, HV, V]    q's dtype
     ht         [N(+1), HV, K, V] fp32 final states (written only when flags & 2)
 
-Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g):
+Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g), written for
+the transposed state S^T [V, K], which is what the kernel holds:
     gamma_r = exp(G_r), Gamma_rs = exp(G_r - G_s) (r >= s), d_r = exp(G_last - G_r)   (all exponents <= 0)
-    W  = V - diag(gamma) K S0 ;  Vn = A~ W
-    O  = scale [diag(gamma) Q S0 + (Q K^T (.) Gamma) Vn]
-    S  = gamma_last S0 + K^T diag(d) Vn
-With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its rows/columns (the norms of q
+    W^T  = V^T - (S0^T K^T) diag(gamma) ;  Vn^T = W^T A~^T
+    O^T  = scale [(S0^T Q^T) diag(gamma) + Vn^T P^T],  P = Q K^T (.) Gamma
+    S^T  = gamma_last S0^T + (Vn^T diag(d)) K
+With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its chunk rows (the norms of q
 are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
 Rows past the end of a sequence: a and v arrive by TMA from the next sequence's rows (finite: every row of
-a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn rows are finite values that
+a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn columns are finite values that
 d = 0 removes from the state and the masked Gamma removes from O; they are never stored.
 
-Tile plan: one CTA per (sequence, value head, V block of `block_v`), 3 warpgroups (`threads` = 384):
-    WG0 "state"  : S [K, block_v] fp32 in registers; writes S (bf16) to shared, U = K S, W, Vn = A~ W,
-                   S = gamma_last S + K^T (d Vn)           -- the serial chain across chunks; it waits on
-                   nothing but its inputs and the release of the two buffers it hands over
-    WG1 "output" : P = Q K^T (.) Gamma, O = gamma Q S + P Vn, O through shared memory (swizzled) to
-                   masked 16-byte row stores                   -- overlaps WG0's chain; it releases the
-                   input stage as soon as P is formed
-    WG2 producer : one warp loads q, k, v, a (TMA) and G, with the per-row factors of WG0 (gamma rk, d rk,
-                   gamma_last) computed once, into `num_stages` shared stages.
-Every product is a wgmma with fp32 accumulation, from shared memory except P Vn, whose A operand P stays in
-the output warpgroup's registers (a bf16 fragment with the Q K^T accumulator's thread layout); mbarriers hand stages and
-intermediates between warpgroups (Vn double-buffered); w/u, the deltas and the per-chunk states never
-leave the SM. v and o tiles are swizzled in shared memory (they are read / written elementwise, not by
-wgmma); the key-head index is computed once in int32.
+Tile plan: one CTA per (sequence, value head, V block of `block_v`), block_v / 64 "state" warpgroups and one
+auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
+    state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
+                has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
+                to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
+                (k, q, A~, P): Z^T = S^T K^T and S^T Q^T issued together, W^T on the CUDA cores while S^T Q^T
+                runs, Vn^T = W^T A~^T, then S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never
+                goes through shared memory; O^T leaves through a swizzled shared tile in 16-byte row stores.
+    aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (bf16, double-buffered in
+                shared memory) and the output's row factor gamma_r / ||q_r||; then its first warp is the
+                producer: TMA for q, k, v, a and the per-row factors of chunk c + num_stages - 1.
+The loads run num_stages - 1 chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
+deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 """
 
 
@@ -47,23 +47,67 @@ import tilelang.language as T
 
 LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
+QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
 
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
-                      head_dim: int = 128, chunk_size: int = 64, num_stages: int = 2,
-                      state_regs: int = 240, output_regs: int = 160, producer_regs: int = 40):
-    # setmaxnreg: the launch cap is 65536 / 384 = 168 registers a thread; the state warpgroup grows to
-    # `state_regs` (inc), the output and producer warpgroups shrink (dec). .inc below the current count
-    # (or .dec above it) is an illegal instruction, so the direction follows from the cap.
+                      head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
+                      state_regs: int = 208, aux_regs: int = 88):
+    # setmaxnreg (block_v 128 only: 384 threads launch with 168 registers a thread): the two state
+    # warpgroups grow to `state_regs` (inc), the auxiliary one shrinks to `aux_regs` (dec). The pool is
+    # what the launch allocated, 168 x 384, so 2 state_regs + aux_regs <= 504; asking for more makes
+    # setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
-    assert V % BV == 0
+    assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
+    NSW = BV // 64                      # state warpgroups
+    ST = 128 * NSW                      # state threads
+    THREADS = ST + 128
+    assert NSW == 1 or 2 * state_regs + aux_regs <= 3 * 168
     num_tokens = T.dynamic("num_tokens")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
     num_seqs_p1 = T.dynamic("num_seqs_p1")
     acc = "float32"
+    rows = T.GemmWarpPolicy.FullRow
+
+    @T.macro
+    def prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c):
+        """Producer warp: G and 1/||k|| of chunk c's rows (lane, lane + 32) into registers, issued a chunk
+        early so that the global-load latency hides behind the next P."""
+        t0 = seq_start + c * C
+        t_last = T.min(t0 + C, seq_end) - 1
+        for r in T.unroll(C // 32):
+            pg[r] = gc[T.min(t0 + lane + 32 * r, t_last), hv]
+            if use_l2norm:
+                pk[r] = T.if_then_else(t0 + lane + 32 * r <= t_last, rk[t0 + lane + 32 * r, hv], 0.0)
+            else:
+                pk[r] = 1.0
+        pgl[0] = gc[t_last, hv]
+
+    @T.macro
+    def load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty, pg, pk, pgl,
+                   seq_start, seq_end, hk, hv, v0, lane, c):
+        """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released (TMA for q, k,
+        v, a; G and the per-row factors of the state warpgroups from the prefetched registers)."""
+        st = c % NS
+        t0 = seq_start + c * C
+        t_last = T.min(t0 + C, seq_end) - 1
+        T.barrier_wait(empty[st], (c // NS + 1) % 2)
+        T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
+        T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
+        T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
+        T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
+        for r in T.unroll(C // 32):
+            gc_s[st, lane + 32 * r] = pg[r]
+            rk_s[st, lane + 32 * r] = pk[r]
+            wf_s[st, lane + 32 * r] = T.exp2(pg[r] * LOG2E) * pk[r]
+            uf_s[st, lane + 32 * r] = T.if_then_else(
+                t0 + lane + 32 * r <= t_last, T.exp2((pgl[0] - pg[r]) * LOG2E) * pk[r], 0.0)
+        if lane == 0:
+            gl_s[st] = T.exp2(pgl[0] * LOG2E)
+        T.barrier_arrive(full[st])
 
     @T.prim_func
     def chunk_fwd(
@@ -80,7 +124,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         scale: T.float32,
         flags: T.int32,
     ):
-        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=384) as (bhv, n):
+        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=THREADS) as (bhv, n):
             hv = bhv // NVB
             v0 = (bhv % NVB) * BV
             hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
@@ -96,146 +140,149 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             a_s = T.alloc_shared((NS, C, C), dtype)
             gc_s = T.alloc_shared((NS, C), acc)      # G (rows past the end repeat the last valid G)
             rk_s = T.alloc_shared((NS, C), acc)      # 1/||k|| (l2norm) or 1
-            wf_s = T.alloc_shared((NS, C), acc)      # gamma_r rk_r: row factor of K S0 in W
-            uf_s = T.alloc_shared((NS, C), acc)      # d_r rk_r (0 past the end): row factor of Vn in S
+            wf_s = T.alloc_shared((NS, C), acc)      # gamma_r rk_r: column factor of S^T K^T in W^T
+            uf_s = T.alloc_shared((NS, C), acc)      # d_r rk_r (0 past the end): column factor of Vn^T in S^T
             gl_s = T.alloc_shared((NS,), acc)       # gamma_last
-            # intermediates handed between warpgroups
-            h_s = T.alloc_shared((K, BV), dtype)
-            w_s = T.alloc_shared((C, BV), dtype)
-            vn_s = T.alloc_shared((2, C, BV), dtype)
-            rq_s = T.alloc_shared((C,), acc)
-            o_s = T.alloc_shared((C, BV), dtype)      # O leaves through shared memory in 16-byte row vectors
-            # v (read elementwise for W) and o (written from the accumulator layout) are not wgmma operands:
-            # swizzle them so those accesses are free of bank conflicts
+            # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
+            p_s = T.alloc_shared((2, C, C), dtype)
+            of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
+            rq_s = T.alloc_shared((C,), acc)         # scale / ||q_r|| (or scale)
+            o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory in 16-byte row vectors
+            # v (read transposed for W^T) and o (written transposed from O^T) are not wgmma operands:
+            # swizzle them so those accesses spread over the banks
             T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
                                o_s: tilelang.layout.make_swizzled_layout(o_s)})
 
-            s_f = T.alloc_fragment((K, BV), acc)
-            u_f = T.alloc_fragment((C, BV), acc)
-            wf_f = T.alloc_fragment((C,), acc)
-            o_f = T.alloc_fragment((C, BV), acc)
+            st_f = T.alloc_fragment((BV, K), acc)     # S^T
+            st_b = T.alloc_fragment((BV, K), dtype)
+            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn^T
+            w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn^T d
+            vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T
+            ot_f = T.alloc_fragment((BV, C), acc)     # O^T
             p_f = T.alloc_fragment((C, C), acc)
-            p_b = T.alloc_fragment((C, C), dtype)     # P as the register A operand of P Vn (no shared round trip)
-            ga_f = T.alloc_fragment((C, C), acc)
-            qq_f = T.alloc_fragment((C, K), acc)
+            qq_f = T.alloc_fragment((C, QNORM_SLICE), acc)
             qn_f = T.alloc_fragment((C,), acc)
-            of_f = T.alloc_fragment((C,), acc)
+            gr_f = T.alloc_fragment((C,), acc)        # log2-scaled G by row of P
+            rr_f = T.alloc_fragment((C,), acc)        # scale / ||q|| by row
+            gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
+            pg = T.alloc_local((C // 32,), acc)       # producer's prefetched G rows,
+            pk = T.alloc_local((C // 32,), acc)       # 1/||k|| rows
+            pgl = T.alloc_local((1,), acc)            # and G of the chunk's last row
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
-            empty = T.alloc_barrier(arrive_count=[256] * NS)
-            h_ready = T.alloc_barrier(arrive_count=128)
-            h_used = T.alloc_barrier(arrive_count=128)
-            vn_ready = T.alloc_barrier(arrive_count=[128, 128])
-            vn_used = T.alloc_barrier(arrive_count=[128, 128])
+            empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
+            p_ready = T.alloc_barrier(arrive_count=[128, 128])
+            p_used = T.alloc_barrier(arrive_count=[ST, ST])
 
             tx = T.get_thread_binding()
 
-            if tx < 128:
-                # ------------------------------------------------------------- WG0: state chain
-                T.set_max_nreg(state_regs, 1)
+            if tx < ST:
+                # ------------------------------------------------------------- state warpgroups
+                if NSW > 1:
+                    T.set_max_nreg(state_regs, 1)
                 if flags % 2 == 1:
-                    T.copy(h0[n, hv, 0:K, v0:v0 + BV], s_f)
+                    for i, j in T.Parallel(BV, K):
+                        st_f[i, j] = h0[n, hv, j, v0 + i]
                 else:
-                    T.clear(s_f)
+                    T.clear(st_f)
                 for c in T.serial(n_chunks):
                     st = c % NS
-                    vb = c % 2
-                    T.barrier_wait(full[st], (c // NS) % 2)
-                    T.barrier_wait(h_used, (c + 1) % 2)
-                    T.copy(s_f, h_s)
-                    T.fence_proxy_async()  # generic-proxy stores -> WG1's wgmma reads
-                    T.barrier_arrive(h_ready)
-                    T.gemm(k_s[st, :, :], h_s, u_f, clear_accum=True)
-                    for i in T.Parallel(C):
-                        wf_f[i] = wf_s[st, i]
-                    # W in registers first, then one store pass: a loop that both reads v_s and writes
-                    # w_s gets a warpgroup barrier per iteration from TileLang's hazard analysis
-                    for i, j in T.Parallel(C, BV):
-                        u_f[i, j] = v_s[st, i, j] - wf_f[i] * u_f[i, j]
-                    T.copy(u_f, w_s)
-                    T.fence_proxy_async()  # each thread's stores -> the async proxy, before the gemm's barrier
-                    T.gemm(a_s[st, :, :], w_s, u_f, clear_accum=True)
-                    T.barrier_wait(vn_used[vb], (c // 2 + 1) % 2)
-                    for i in T.Parallel(C):
-                        wf_f[i] = uf_s[st, i]
-                    for i, j in T.Parallel(C, BV):
-                        vn_s[vb, i, j] = u_f[i, j]
-                        w_s[i, j] = u_f[i, j] * wf_f[i]
-                    T.fence_proxy_async()
-                    T.barrier_arrive(vn_ready[vb])
-                    for i, j in T.Parallel(K, BV):
-                        s_f[i, j] = s_f[i, j] * gl_s[st]
-                    T.gemm(k_s[st, :, :], w_s, s_f, transpose_A=True, clear_accum=False)
-                    T.barrier_arrive(empty[st])
-                if flags // 2 % 2 == 1:
-                    T.copy(s_f, ht[n, hv, 0:K, v0:v0 + BV])
-
-            elif tx < 256:
-                # ------------------------------------------------------------- WG1: output
-                T.set_max_nreg(output_regs, 0)  # below the launch cap (65536 / 384 = 168): a decrease
-                for c in T.serial(n_chunks):
-                    st = c % NS
-                    vb = c % 2
+                    pb = c % 2
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
-                    for i, j in T.Parallel(C, C):
-                        ga_f[i, j] = T.if_then_else(
-                            (j <= i) & (t0 + i < seq_end), T.exp2((gc_s[st, i] - gc_s[st, j]) * LOG2E), 0.0)
-                    # Q S first: it frees h_s, which the state warpgroup overwrites at its next chunk
-                    T.barrier_wait(h_ready, c % 2)
-                    T.gemm(q_s[st, :, :], h_s, o_f, clear_accum=True)
-                    T.barrier_arrive(h_used)
-                    T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
-                    if use_l2norm:
-                        for i, j in T.Parallel(C, K):
-                            qq_f[i, j] = q_s[st, i, j] * q_s[st, i, j]
-                        T.reduce_sum(qq_f, qn_f, dim=1)
-                        for i in T.Parallel(C):
-                            rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
-                        for i, j in T.Parallel(C, C):
-                            p_b[i, j] = p_f[i, j] * ga_f[i, j] * rq_s[i] * rk_s[st, j]
-                    else:
-                        for i in T.Parallel(C):
-                            rq_s[i] = scale
-                        for i, j in T.Parallel(C, C):
-                            p_b[i, j] = p_f[i, j] * ga_f[i, j] * scale
-                    for i in T.Parallel(C):
-                        of_f[i] = T.exp2(gc_s[st, i] * LOG2E) * rq_s[i]
-                    T.barrier_arrive(empty[st])  # nothing below reads the stage: the producer may refill it
+                    T.copy(st_f, st_b)
+                    T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
+                    T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
+                    if c > 0:
+                        # O of the previous chunk, shared -> global, while this chunk's first products run: the
+                        # proxy fence before the next chunk's first wgmma then finds these stores long done
+                        # (stored at the end of a chunk, the fence waited for them: half of the state's time)
+                        for i, j in T.Parallel(C, BV):
+                            if t0 - C + i < seq_end:
+                                o[t0 - C + i, hv, v0 + j] = o_s[i, j]
+                    T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
+                    for i, j in T.Parallel(BV, C):
+                        w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
+                    T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
+                    T.wait_wgmma(0)
+                    for i, j in T.Parallel(BV, C):
+                        vn_b[i, j] = z_f[i, j]
+                        w_b[i, j] = z_f[i, j] * uf_s[st, j]
+                    for i, j in T.Parallel(BV, K):
+                        st_f[i, j] = st_f[i, j] * gl_s[st]
+                    T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=rows)
+                    T.barrier_wait(p_ready[pb], (c // 2) % 2)
+                    for i, j in T.Parallel(BV, C):
+                        ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
+                    T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=rows)
+                    T.wait_wgmma(0)
+                    T.barrier_arrive(p_used[pb])
+                    T.barrier_arrive(empty[st])
+                    for i, j in T.Parallel(BV, C):
+                        o_s[j, i] = ot_f[i, j]
+                if n_chunks > 0:
                     for i, j in T.Parallel(C, BV):
-                        o_f[i, j] = o_f[i, j] * of_f[i]
-                    T.barrier_wait(vn_ready[vb], (c // 2) % 2)
-                    T.gemm(p_b, vn_s[vb, :, :], o_f, clear_accum=False)
-                    T.barrier_arrive(vn_used[vb])
-                    T.copy(o_f, o_s)
-                    for i, j in T.Parallel(C, BV):
-                        if t0 + i < seq_end:
-                            o[t0 + i, hv, v0 + j] = o_s[i, j]
+                        if seq_start + (n_chunks - 1) * C + i < seq_end:
+                            o[seq_start + (n_chunks - 1) * C + i, hv, v0 + j] = o_s[i, j]
+                if flags // 2 % 2 == 1:
+                    for i, j in T.Parallel(BV, K):
+                        ht[n, hv, j, v0 + i] = st_f[i, j]
 
             else:
-                # ------------------------------------------------------------- WG2: producer
-                T.set_max_nreg(producer_regs, 0)
-                if tx < 256 + 32:
-                    for c in T.serial(n_chunks):
-                        st = c % NS
-                        t0 = seq_start + c * C
-                        t_last = T.min(t0 + C, seq_end) - 1
-                        T.barrier_wait(empty[st], (c // NS + 1) % 2)
-                        T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
-                        T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
-                        T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
-                        T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
+                # ------------------------------------------------------------- auxiliary warpgroup
+                if NSW > 1:
+                    T.set_max_nreg(aux_regs, 0)
+                # the producer (first warp) loads chunk c into stage c % NS, its rows' G and 1/||k|| prefetched
+                # into registers one chunk earlier
+                lane = tx - ST
+                for c0 in T.serial(NS):
+                    if tx < ST + 32 and c0 < n_chunks:
+                        prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c0)
+                        if c0 < NS - 1:
+                            load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
+                                       pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c0)
+                for c in T.serial(n_chunks):
+                    st = c % NS
+                    pb = c % 2
+                    t0 = seq_start + c * C
+                    T.barrier_wait(full[st], (c // NS) % 2)
+                    T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+                    # the gate and norm factors of the thread's rows and columns into registers once (read per
+                    # element from shared memory they were 4 loads an element, half of this warpgroup's time)
+                    for j in T.Parallel(C):
+                        if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
+                            gq_f[j] = gc_s[st, j] * LOG2E - T.log2(rk_s[st, j])
+                        else:
+                            gq_f[j] = gc_s[st, j] * LOG2E
+                    if use_l2norm:
+                        T.clear(qn_f)
+                        for kb in T.serial(K // QNORM_SLICE):
+                            for i, j in T.Parallel(C, QNORM_SLICE):
+                                qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
+                            T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
                         for i in T.Parallel(C):
-                            gc_s[st, i] = gc[T.min(t0 + i, t_last), hv]
-                            if use_l2norm:
-                                rk_s[st, i] = T.if_then_else(t0 + i <= t_last, rk[t0 + i, hv], 0.0)
-                            else:
-                                rk_s[st, i] = 1.0
-                            wf_s[st, i] = T.exp2(gc_s[st, i] * LOG2E) * rk_s[st, i]
-                            uf_s[st, i] = T.if_then_else(
-                                t0 + i <= t_last, T.exp2((gc[t_last, hv] - gc_s[st, i]) * LOG2E) * rk_s[st, i], 0.0)
-                            if i == 0:
-                                gl_s[st] = T.exp2(gc[t_last, hv] * LOG2E)
-                        T.barrier_arrive(full[st])
+                            rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
+                        for i in T.Parallel(C):
+                            gr_f[i] = gc_s[st, i] * LOG2E
+                            rr_f[i] = rq_s[i]
+                    else:
+                        for i in T.Parallel(C):
+                            gr_f[i] = gc_s[st, i] * LOG2E
+                            rr_f[i] = scale
+                    T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+                    for i, j in T.Parallel(C, C):
+                        p_s[pb, i, j] = T.if_then_else(
+                            (j <= i) & (t0 + i < seq_end),
+                            p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]) * rr_f[i], 0.0)
+                    for i in T.Parallel(C):
+                        of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
+                    T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
+                    T.barrier_arrive(p_ready[pb])
+                    T.barrier_arrive(empty[st])
+                    if tx < ST + 32 and c + NS - 1 < n_chunks:
+                        load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
+                                   pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
+                        if c + NS < n_chunks:
+                            prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
 
     return chunk_fwd
