@@ -60,16 +60,35 @@ def find_nvcc() -> str:
     raise RuntimeError("nvcc not found: install a CUDA toolkit >= 12.8 or set NVCC=/path/to/nvcc")
 
 
-def lower_to_source(prim_func, pass_configs: dict | None = None) -> str:
-    """TileLang prim_func -> complete CUDA source (device kernel + C-ABI host wrapper)."""
+def lower_to_source(prim_func, pass_configs: dict | None = None, manual_fences: bool = False) -> str:
+    """TileLang prim_func -> complete CUDA source (device kernel + C-ABI host wrapper).
+
+    manual_fences: skip TileLang's InjectFenceProxy pass (it has no switch; its module attribute is swapped for
+    an identity pass while lowering). For kernels that place every needed fence.proxy.async themselves: the pass
+    fences any generic shared-memory write before any later wgmma or TMA, and a fence waits for every memory
+    operation its thread has in flight (global loads and stores included).
+    """
+    import contextlib
+
+    import tilelang.cuda.transform as tl_cuda_transform
     from tilelang import tvm
     from tilelang.engine.lower import lower
     from tilelang.jit.adapter.wrapper import TLWrapper
     from tvm.target import Target
 
+    @contextlib.contextmanager
+    def fence_pass_skipped():
+        original = tl_cuda_transform.InjectFenceProxy
+        tl_cuda_transform.InjectFenceProxy = lambda: (lambda mod: mod)
+        try:
+            yield
+        finally:
+            tl_cuda_transform.InjectFenceProxy = original
+
     target = Target(TARGET)
     pass_configs = dict(pass_configs or {})
-    with tvm.transform.PassContext(opt_level=3, config=pass_configs), target:
+    with tvm.transform.PassContext(opt_level=3, config=pass_configs), target, \
+            (fence_pass_skipped() if manual_fences else contextlib.nullcontext()):
         artifact = lower(prim_func, target=target)
     wrapper = TLWrapper(target)
     wrapper.assign_optimized_module(tvm.IRModule({prim_func.attrs["global_symbol"]: prim_func}))
@@ -126,8 +145,9 @@ def compile_source(source: str, out_path: Path, fast_math: bool = True, keep_sou
         out_path.with_suffix(".cu").write_text(source)
 
 
-def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None = None) -> CompiledKernel:
-    source = lower_to_source(prim_func, pass_configs)
+def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None = None,
+                 manual_fences: bool = False) -> CompiledKernel:
+    source = lower_to_source(prim_func, pass_configs, manual_fences)
     lib = out_dir / f"{name}.so"
     compile_source(source, lib)
     return CompiledKernel(

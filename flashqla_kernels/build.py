@@ -21,11 +21,11 @@ MANIFEST_FORMAT = 1
 
 def _compile_one(spec_tuple, out_dir: str):
     from .aot import build_kernel
-    from .specs import Spec, program_for
+    from .specs import Spec, manual_fences, program_for
 
     spec = Spec(spec_tuple[0], spec_tuple[1])
     t0 = time.time()
-    ck = build_kernel(spec.name, program_for(spec), Path(out_dir))
+    ck = build_kernel(spec.name, program_for(spec), Path(out_dir), manual_fences=manual_fences(spec))
     return {
         "name": spec.name,
         "kernel": spec.kernel,

@@ -74,17 +74,19 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c):
-        """Producer warp: G and 1/||k|| of chunk c's rows (lane, lane + 32) into registers, issued a chunk
-        early so that the global-load latency hides behind the next P."""
+        """Producer warp: G and 1/||k|| of chunk c's rows (lane, lane + 32) into register set c % 2, issued right
+        after a proxy fence and used a chunk and a half later: a fence waits for every memory operation of
+        its thread, so loads in flight across one stall the warpgroup for a global round trip."""
+        rs = c % 2
         t0 = seq_start + c * C
         t_last = T.min(t0 + C, seq_end) - 1
         for r in T.unroll(C // 32):
-            pg[r] = gc[T.min(t0 + lane + 32 * r, t_last), hv]
+            pg[rs * (C // 32) + r] = gc[T.min(t0 + lane + 32 * r, t_last), hv]
             if use_l2norm:
-                pk[r] = T.if_then_else(t0 + lane + 32 * r <= t_last, rk[t0 + lane + 32 * r, hv], 0.0)
+                pk[rs * (C // 32) + r] = T.if_then_else(t0 + lane + 32 * r <= t_last, rk[t0 + lane + 32 * r, hv], 0.0)
             else:
-                pk[r] = 1.0
-        pgl[0] = gc[t_last, hv]
+                pk[rs * (C // 32) + r] = 1.0
+        pgl[rs] = gc[t_last, hv]
 
     @T.macro
     def load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty, pg, pk, pgl,
@@ -92,6 +94,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released (TMA for q, k,
         v, a; G and the per-row factors of the state warpgroups from the prefetched registers)."""
         st = c % NS
+        rs = c % 2
         t0 = seq_start + c * C
         t_last = T.min(t0 + C, seq_end) - 1
         T.barrier_wait(empty[st], (c // NS + 1) % 2)
@@ -100,13 +103,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
         T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
         for r in T.unroll(C // 32):
-            gc_s[st, lane + 32 * r] = pg[r]
-            rk_s[st, lane + 32 * r] = pk[r]
-            wf_s[st, lane + 32 * r] = T.exp2(pg[r] * LOG2E) * pk[r]
+            gc_s[st, lane + 32 * r] = pg[rs * (C // 32) + r]
+            rk_s[st, lane + 32 * r] = pk[rs * (C // 32) + r]
+            wf_s[st, lane + 32 * r] = T.exp2(pg[rs * (C // 32) + r] * LOG2E) * pk[rs * (C // 32) + r]
             uf_s[st, lane + 32 * r] = T.if_then_else(
-                t0 + lane + 32 * r <= t_last, T.exp2((pgl[0] - pg[r]) * LOG2E) * pk[r], 0.0)
+                t0 + lane + 32 * r <= t_last,
+                T.exp2((pgl[rs] - pg[rs * (C // 32) + r]) * LOG2E) * pk[rs * (C // 32) + r], 0.0)
         if lane == 0:
-            gl_s[st] = T.exp2(pgl[0] * LOG2E)
+            gl_s[st] = T.exp2(pgl[rs] * LOG2E)
         T.barrier_arrive(full[st])
 
     @T.prim_func
@@ -165,9 +169,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             gr_f = T.alloc_fragment((C,), acc)        # log2-scaled G by row of P
             rr_f = T.alloc_fragment((C,), acc)        # scale / ||q|| by row
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
-            pg = T.alloc_local((C // 32,), acc)       # producer's prefetched G rows,
-            pk = T.alloc_local((C // 32,), acc)       # 1/||k|| rows
-            pgl = T.alloc_local((1,), acc)            # and G of the chunk's last row
+            pg = T.alloc_local((2 * (C // 32),), acc)  # producer's prefetched G rows, two register sets,
+            pk = T.alloc_local((2 * (C // 32),), acc)  # 1/||k|| rows
+            pgl = T.alloc_local((2,), acc)             # and G of the chunk's last row
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
@@ -233,56 +237,59 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if NSW > 1:
                     T.set_max_nreg(aux_regs, 0)
                 # the producer (first warp) loads chunk c into stage c % NS, its rows' G and 1/||k|| prefetched
-                # into registers one chunk earlier
+                # into register set c % 2 (the loop runs two chunks a step, so the set is known statically)
                 lane = tx - ST
-                for c0 in T.serial(NS):
+                for c0 in T.unroll(NS):
                     if tx < ST + 32 and c0 < n_chunks:
                         prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c0)
                         if c0 < NS - 1:
                             load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
                                        pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c0)
-                for c in T.serial(n_chunks):
-                    st = c % NS
-                    pb = c % 2
-                    t0 = seq_start + c * C
-                    T.barrier_wait(full[st], (c // NS) % 2)
-                    T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
-                    # the gate and norm factors of the thread's rows and columns into registers once (read per
-                    # element from shared memory they were 4 loads an element, half of this warpgroup's time)
-                    for j in T.Parallel(C):
-                        if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
-                            gq_f[j] = gc_s[st, j] * LOG2E - T.log2(rk_s[st, j])
-                        else:
-                            gq_f[j] = gc_s[st, j] * LOG2E
-                    if use_l2norm:
-                        T.clear(qn_f)
-                        for kb in T.serial(K // QNORM_SLICE):
-                            for i, j in T.Parallel(C, QNORM_SLICE):
-                                qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
-                            T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
-                        for i in T.Parallel(C):
-                            rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
-                        for i in T.Parallel(C):
-                            gr_f[i] = gc_s[st, i] * LOG2E
-                            rr_f[i] = rq_s[i]
-                    else:
-                        for i in T.Parallel(C):
-                            gr_f[i] = gc_s[st, i] * LOG2E
-                            rr_f[i] = scale
-                    T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
-                    for i, j in T.Parallel(C, C):
-                        p_s[pb, i, j] = T.if_then_else(
-                            (j <= i) & (t0 + i < seq_end),
-                            p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]) * rr_f[i], 0.0)
-                    for i in T.Parallel(C):
-                        of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
-                    T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
-                    T.barrier_arrive(p_ready[pb])
-                    T.barrier_arrive(empty[st])
-                    if tx < ST + 32 and c + NS - 1 < n_chunks:
-                        load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
-                                   pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
-                        if c + NS < n_chunks:
-                            prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
+                for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+                    for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
+                        c = 2 * c2 + par
+                        if c < n_chunks:
+                            st = c % NS
+                            pb = c % 2
+                            t0 = seq_start + c * C
+                            T.barrier_wait(full[st], (c // NS) % 2)
+                            T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+                            # the gate and norm factors of the thread's rows and columns into registers once (read per
+                            # element from shared memory they were 4 loads an element, half of this warpgroup's time)
+                            for j in T.Parallel(C):
+                                if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
+                                    gq_f[j] = gc_s[st, j] * LOG2E - T.log2(rk_s[st, j])
+                                else:
+                                    gq_f[j] = gc_s[st, j] * LOG2E
+                            if use_l2norm:
+                                T.clear(qn_f)
+                                for kb in T.serial(K // QNORM_SLICE):
+                                    for i, j in T.Parallel(C, QNORM_SLICE):
+                                        qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
+                                    T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
+                                for i in T.Parallel(C):
+                                    rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
+                                for i in T.Parallel(C):
+                                    gr_f[i] = gc_s[st, i] * LOG2E
+                                    rr_f[i] = rq_s[i]
+                            else:
+                                for i in T.Parallel(C):
+                                    gr_f[i] = gc_s[st, i] * LOG2E
+                                    rr_f[i] = scale
+                            T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+                            for i, j in T.Parallel(C, C):
+                                p_s[pb, i, j] = T.if_then_else(
+                                    (j <= i) & (t0 + i < seq_end),
+                                    p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]) * rr_f[i], 0.0)
+                            for i in T.Parallel(C):
+                                of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
+                            T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
+                            T.barrier_arrive(p_ready[pb])
+                            T.barrier_arrive(empty[st])
+                            if tx < ST + 32 and c + NS < n_chunks:
+                                prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
+                            if tx < ST + 32 and c + NS - 1 < n_chunks:
+                                load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
+                                           pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
 
     return chunk_fwd

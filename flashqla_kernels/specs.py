@@ -69,6 +69,13 @@ def all_specs() -> list[Spec]:
     return kkt_solve_specs() + chunk_fwd_specs() + layer_specs() + recurrent_fwd_specs()
 
 
+def manual_fences(spec: Spec) -> bool:
+    """Whether the kernel places its own proxy fences (lowered without TileLang's InjectFenceProxy, see
+    aot.lower_to_source): chunk_fwd, whose auxiliary warpgroup keeps global loads in flight across its
+    loop and whose only generic-write -> async-proxy handoff (P) is fenced explicitly."""
+    return spec.kernel == "chunk_fwd"
+
+
 def program_for(spec: Spec):
     """Return the TileLang prim_func of a specialisation (imports tilelang)."""
     if spec.kernel == "kkt_solve":
