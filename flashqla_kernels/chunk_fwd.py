@@ -33,7 +33,8 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
                 (k, q, A~, P): Z^T = S^T K^T and S^T Q^T issued together, W^T on the CUDA cores while S^T Q^T
                 runs, Vn^T = W^T A~^T, then S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never
-                goes through shared memory; O^T leaves through a swizzled shared tile in 16-byte row stores.
+                goes through shared memory; O^T leaves through a swizzled shared tile by one TMA store a chunk
+                (masked 16-byte row stores for a sequence's partial last chunk).
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (bf16, double-buffered in
                 shared memory) and the output's row factor gamma_r / ||q_r||; then its first warp is the
                 producer: TMA for q, k, v, a and the per-row factors of chunk c + num_stages - 1.
@@ -48,6 +49,7 @@ import tilelang.language as T
 LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
 QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
+O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
@@ -151,7 +153,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             p_s = T.alloc_shared((2, C, C), dtype)
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
             rq_s = T.alloc_shared((C,), acc)         # scale / ||q_r|| (or scale)
-            o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory in 16-byte row vectors
+            o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory (TMA store)
             # v (read transposed for W^T) and o (written transposed from O^T) are not wgmma operands:
             # swizzle them so those accesses spread over the banks
             T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
@@ -197,13 +199,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.copy(st_f, st_b)
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
-                    if c > 0:
-                        # O of the previous chunk, shared -> global, while this chunk's first products run: the
-                        # proxy fence before the next chunk's first wgmma then finds these stores long done
-                        # (stored at the end of a chunk, the fence waited for them: half of the state's time)
-                        for i, j in T.Parallel(C, BV):
-                            if t0 - C + i < seq_end:
-                                o[t0 - C + i, hv, v0 + j] = o_s[i, j]
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     for i, j in T.Parallel(BV, C):
                         w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
@@ -222,12 +217,22 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.wait_wgmma(0)
                     T.barrier_arrive(p_used[pb])
                     T.barrier_arrive(empty[st])
+                    # O^T -> o_s (transposed) -> global: a full chunk by one TMA store that nobody waits for
+                    # until o_s is rewritten a chunk later; a sequence's partial last chunk by masked row
+                    # stores (a TMA box would write into the next sequence's rows)
+                    T.tma_store_wait()  # the previous chunk's store has read o_s
+                    T.sync_threads(O_BARRIER_ID, ST)
                     for i, j in T.Parallel(BV, C):
                         o_s[j, i] = ot_f[i, j]
-                if n_chunks > 0:
-                    for i, j in T.Parallel(C, BV):
-                        if seq_start + (n_chunks - 1) * C + i < seq_end:
-                            o[seq_start + (n_chunks - 1) * C + i, hv, v0 + j] = o_s[i, j]
+                    T.fence_proxy_async()  # generic writes of o_s -> the TMA engine's reads
+                    T.sync_threads(O_BARRIER_ID, ST)
+                    if t0 + C <= seq_end:
+                        T.tma_copy(o_s, o[t0:t0 + C, hv, v0:v0 + BV])
+                    else:
+                        for i, j in T.Parallel(C, BV):
+                            if t0 + i < seq_end:
+                                o[t0 + i, hv, v0 + j] = o_s[i, j]
+                T.tma_store_wait()  # o_s must outlive the last store's reads
                 if flags // 2 % 2 == 1:
                     for i, j in T.Parallel(BV, K):
                         ht[n, hv, j, v0 + i] = st_f[i, j]
