@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B of two kernel builds in one call: poisoned kernel tests on the new build, then the rows below timed
 # new / old / new / old (interleaved, so drift shows), kkt_solve alone beside each total.
-# Carry [".device", ".device-bins", ".device-bins-old"] (.device-bins-old/torch-cuda.tar.xz: the baseline's pack).
+# Carry [".device", ".device-bins", ".device-bins-old"] (.device-bins-old/torch-cuda.tar.xz: the baseline's pack);
+# an optional third build in .device-bins-alt is tested and timed beside them (new / alt / old, twice).
 set -uo pipefail
 source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
@@ -12,14 +13,22 @@ sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/ma
 # Only the compiled kernels differ between the two sides: both run this checkout's torch-ext (an A/B of torch-ext
 # changes needs the old package too). A side that falls back to the reference warns; that warning is kept.
 kernel_tests 150; keep
+VARIANTS="new old new2 old2"
+if [ -f .device-bins-alt/torch-cuda.tar.xz ]; then
+  rm -rf /tmp/alt && mkdir -p /tmp/alt && tar xJf .device-bins-alt/torch-cuda.tar.xz -C /tmp/alt
+  mv "$R/kernel_tests.log" "$R/kernel_tests_new.log"
+  FLASHQLA_BINARIES_DIR=/tmp/alt/torch-cuda/_binaries kernel_tests 150; mv "$R/kernel_tests.log" "$R/kernel_tests_alt.log"
+  cat "$R/kernel_tests_new.log" "$R/kernel_tests_alt.log" > "$R/kernel_tests.log"
+  VARIANTS="new alt old new2 alt2 old2"
+fi
 # a new build that fails or hangs its kernel tests is not timed (a wrong kernel's speed means nothing)
 if ! grep -qE "[0-9]+ passed" "$R/kernel_tests.log" || grep -qE "[0-9]+ (failed|error)|Timeout|timed out" "$R/kernel_tests.log"; then
   echo "kernel tests did not pass: no timing"; tail -40 "$R/kernel_tests.log"; exit 3
 fi
 ROWS=${ROWS:-397B-TP1/8192x4,35B-TP1/8192x4,397B-TP2/8192x4,27B-TP1/16384+16384,397B-TP1/1024x8,2B-TP1/1024x8,397B-TP8/1024x8,397B-TP8/1x8192,27B-TP1/1x32768,397B-TP1/1x2048}
 warm_up
-for variant in new old new2 old2; do
-  case $variant in old*) bins=/tmp/old/torch-cuda/_binaries;; *) bins=$FLASHQLA_BINARIES_DIR;; esac
+for variant in $VARIANTS; do
+  case $variant in old*) bins=/tmp/old/torch-cuda/_binaries;; alt*) bins=/tmp/alt/torch-cuda/_binaries;; *) bins=$FLASHQLA_BINARIES_DIR;; esac
   FLASHQLA_BINARIES_DIR=$bins timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows "$ROWS" \
     --rep 50 --breakdown --out "$R/ab_$variant.json" 2>&1 | grep -E "reference|^flashqla" | sed "s/^/[$variant] /"
   keep

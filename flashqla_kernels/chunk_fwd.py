@@ -54,13 +54,21 @@ O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang num
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
-                      state_regs: int = 208, aux_regs: int = 88):
+                      state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None):
+    # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
+    # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
+    # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
+    # auxiliary warpgroup weighs more against one state warpgroup): load first, then prefetch into the same
+    # set, a loop of one chunk a step. Measured (results/2026-11-23-h200-s7/producer_sets_ab): 2 sets are
+    # 5-7% faster at block_v 128 and 9-11% slower at block_v 64.
     # setmaxnreg (block_v 128 only: 384 threads launch with 168 registers a thread): the two state
     # warpgroups grow to `state_regs` (inc), the auxiliary one shrinks to `aux_regs` (dec). The pool is
     # what the launch allocated, 168 x 384, so 2 state_regs + aux_regs <= 504; asking for more makes
     # setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
+    PS = producer_sets or (2 if block_v == 128 else 1)
+    assert PS in (1, 2)
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
@@ -76,10 +84,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c):
-        """Producer warp: G and 1/||k|| of chunk c's rows (lane, lane + 32) into register set c % 2, issued right
-        after a proxy fence and used a chunk and a half later: a fence waits for every memory operation of
-        its thread, so loads in flight across one stall the warpgroup for a global round trip."""
-        rs = c % 2
+        """Producer warp: G and 1/||k|| of chunk c's rows (lane, lane + 32) into register set c % producer_sets,
+        issued right after the warpgroup's proxy fence and used a chunk (or a chunk and a half) later: a fence
+        waits for every memory operation of its thread, so loads in flight across one stall the warpgroup for
+        a global round trip."""
+        rs = c % PS
         t0 = seq_start + c * C
         t_last = T.min(t0 + C, seq_end) - 1
         for r in T.unroll(C // 32):
@@ -96,7 +105,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released (TMA for q, k,
         v, a; G and the per-row factors of the state warpgroups from the prefetched registers)."""
         st = c % NS
-        rs = c % 2
+        rs = c % PS
         t0 = seq_start + c * C
         t_last = T.min(t0 + C, seq_end) - 1
         T.barrier_wait(empty[st], (c // NS + 1) % 2)
@@ -114,6 +123,50 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         if lane == 0:
             gl_s[st] = T.exp2(pgl[rs] * LOG2E)
         T.barrier_arrive(full[st])
+
+    @T.macro
+    def form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
+               p_used, seq_start, seq_end, scale, c):
+        """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
+        the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
+        the stage's and P's barriers."""
+        st = c % NS
+        pb = c % 2
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (c // NS) % 2)
+        T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+        # the gate and norm factors of the thread's rows and columns into registers once (read per
+        # element from shared memory they were 4 loads an element, half of this warpgroup's time)
+        for j in T.Parallel(C):
+            if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
+                gq_f[j] = gc_s[st, j] * LOG2E - T.log2(rk_s[st, j])
+            else:
+                gq_f[j] = gc_s[st, j] * LOG2E
+        if use_l2norm:
+            T.clear(qn_f)
+            for kb in T.serial(K // QNORM_SLICE):
+                for i, j in T.Parallel(C, QNORM_SLICE):
+                    qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
+                T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
+            for i in T.Parallel(C):
+                rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
+            for i in T.Parallel(C):
+                gr_f[i] = gc_s[st, i] * LOG2E
+                rr_f[i] = rq_s[i]
+        else:
+            for i in T.Parallel(C):
+                gr_f[i] = gc_s[st, i] * LOG2E
+                rr_f[i] = scale
+        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+        for i, j in T.Parallel(C, C):
+            p_s[pb, i, j] = T.if_then_else(
+                (j <= i) & (t0 + i < seq_end),
+                p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]) * rr_f[i], 0.0)
+        for i in T.Parallel(C):
+            of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
+        T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
+        T.barrier_arrive(p_ready[pb])
+        T.barrier_arrive(empty[st])
 
     @T.prim_func
     def chunk_fwd(
@@ -171,9 +224,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             gr_f = T.alloc_fragment((C,), acc)        # log2-scaled G by row of P
             rr_f = T.alloc_fragment((C,), acc)        # scale / ||q|| by row
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
-            pg = T.alloc_local((2 * (C // 32),), acc)  # producer's prefetched G rows, two register sets,
-            pk = T.alloc_local((2 * (C // 32),), acc)  # 1/||k|| rows
-            pgl = T.alloc_local((2,), acc)             # and G of the chunk's last row
+            pg = T.alloc_local((PS * (C // 32),), acc)  # producer's prefetched G rows (PS register sets),
+            pk = T.alloc_local((PS * (C // 32),), acc)  # 1/||k|| rows
+            pgl = T.alloc_local((PS,), acc)             # and G of the chunk's last row
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
@@ -242,7 +295,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if NSW > 1:
                     T.set_max_nreg(aux_regs, 0)
                 # the producer (first warp) loads chunk c into stage c % NS, its rows' G and 1/||k|| prefetched
-                # into register set c % 2 (the loop runs two chunks a step, so the set is known statically)
+                # into register set c % PS
                 lane = tx - ST
                 for c0 in T.unroll(NS):
                     if tx < ST + 32 and c0 < n_chunks:
@@ -250,51 +303,26 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         if c0 < NS - 1:
                             load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
                                        pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c0)
-                for c2 in T.serial(T.ceildiv(n_chunks, 2)):
-                    for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
-                        c = 2 * c2 + par
-                        if c < n_chunks:
-                            st = c % NS
-                            pb = c % 2
-                            t0 = seq_start + c * C
-                            T.barrier_wait(full[st], (c // NS) % 2)
-                            T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
-                            # the gate and norm factors of the thread's rows and columns into registers once (read per
-                            # element from shared memory they were 4 loads an element, half of this warpgroup's time)
-                            for j in T.Parallel(C):
-                                if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
-                                    gq_f[j] = gc_s[st, j] * LOG2E - T.log2(rk_s[st, j])
-                                else:
-                                    gq_f[j] = gc_s[st, j] * LOG2E
-                            if use_l2norm:
-                                T.clear(qn_f)
-                                for kb in T.serial(K // QNORM_SLICE):
-                                    for i, j in T.Parallel(C, QNORM_SLICE):
-                                        qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
-                                    T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
-                                for i in T.Parallel(C):
-                                    rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
-                                for i in T.Parallel(C):
-                                    gr_f[i] = gc_s[st, i] * LOG2E
-                                    rr_f[i] = rq_s[i]
-                            else:
-                                for i in T.Parallel(C):
-                                    gr_f[i] = gc_s[st, i] * LOG2E
-                                    rr_f[i] = scale
-                            T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
-                            for i, j in T.Parallel(C, C):
-                                p_s[pb, i, j] = T.if_then_else(
-                                    (j <= i) & (t0 + i < seq_end),
-                                    p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]) * rr_f[i], 0.0)
-                            for i in T.Parallel(C):
-                                of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
-                            T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
-                            T.barrier_arrive(p_ready[pb])
-                            T.barrier_arrive(empty[st])
-                            if tx < ST + 32 and c + NS < n_chunks:
+                if PS == 2:
+                    for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+                        for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
+                            c = 2 * c2 + par
+                            if c < n_chunks:
+                                form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
+                                       empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                                if tx < ST + 32 and c + NS < n_chunks:
+                                    prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
+                                if tx < ST + 32 and c + NS - 1 < n_chunks:
+                                    load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full,
+                                               empty, pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
+                else:
+                    for c in T.serial(n_chunks):
+                        form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
+                               p_ready, p_used, seq_start, seq_end, scale, c)
+                        if tx < ST + 32 and c + NS - 1 < n_chunks:
+                            load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
+                                       pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
+                            if c + NS < n_chunks:
                                 prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
-                            if tx < ST + 32 and c + NS - 1 < n_chunks:
-                                load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
-                                           pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
 
     return chunk_fwd
