@@ -9,7 +9,7 @@ source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" > "$R/versions.txt"
 warm_up
-for spec in flashinfer:130 flashqla:100 fla:170 flash_qla:150; do
+for spec in ${LIB_LIMITS:-flashinfer:130 flashqla:100 fla:170 flash_qla:150}; do  # library:seconds
   lib=${spec%%:*}; t=${spec##*:}
   env $( [ $lib = fla ] && echo FLA_FLASH_QLA=0 ) timeout $t python benchmarks/bench_prefill.py --lib $lib \
     --rows all --rep ${REP:-40} --out "$R/bench_$lib.json" 2>&1 | grep -E "^$lib " | tail -2
