@@ -38,8 +38,13 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (bf16, double-buffered in
                 shared memory) and the output's row factor gamma_r / ||q_r||; then its first warp is the
                 producer: TMA for q, k, v, a and the per-row factors of chunk c + num_stages - 1.
+                The producer's per-row factors are prefetched into `producer_sets` register sets (2 at
+                block_v 128, 1 at 64: measured, see chunk_fwd_program).
 The loads run num_stages - 1 chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
+Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
+a fence waits for every memory operation of its thread and the pass put one before every chunk's first wgmma):
+one after the auxiliary warpgroup's P stores, one after the state's o_s stores before the TMA store.
 """
 
 
