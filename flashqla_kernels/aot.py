@@ -156,3 +156,10 @@ def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None 
         args=parse_call_signature(source),
         source_sha256=hashlib.sha256(source.encode()).hexdigest(),
     )
+
+
+def build_spec(spec, out_dir: Path) -> CompiledKernel:
+    """Compile one specialisation of specs.py (its program, lowered with the fence policy the spec asks for)."""
+    from .specs import manual_fences, program_for
+
+    return build_kernel(spec.name, program_for(spec), out_dir, manual_fences=manual_fences(spec))

@@ -20,12 +20,12 @@ MANIFEST_FORMAT = 1
 
 
 def _compile_one(spec_tuple, out_dir: str):
-    from .aot import build_kernel
-    from .specs import Spec, manual_fences, program_for
+    from .aot import build_spec
+    from .specs import Spec
 
     spec = Spec(spec_tuple[0], spec_tuple[1])
     t0 = time.time()
-    ck = build_kernel(spec.name, program_for(spec), Path(out_dir), manual_fences=manual_fences(spec))
+    ck = build_spec(spec, Path(out_dir))
     return {
         "name": spec.name,
         "kernel": spec.kernel,

@@ -71,8 +71,9 @@ def all_specs() -> list[Spec]:
 
 def manual_fences(spec: Spec) -> bool:
     """Whether the kernel places its own proxy fences (lowered without TileLang's InjectFenceProxy, see
-    aot.lower_to_source): chunk_fwd, whose auxiliary warpgroup keeps global loads in flight across its
-    loop and whose only generic-write -> async-proxy handoff (P) is fenced explicitly."""
+    aot.lower_to_source): chunk_fwd, whose warpgroups keep global loads in flight across their loops and
+    whose two generic-write -> async-proxy handoffs (P to the state's wgmma, o_s to the TMA store) are
+    fenced explicitly."""
     return spec.kernel == "chunk_fwd"
 
 

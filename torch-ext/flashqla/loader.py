@@ -115,13 +115,13 @@ def find(kernel: str, **params) -> Binary | None:
 def _jit_compile(kernel: str, params: dict) -> Binary:
     """Development path: compile one specialisation now with tilelang (FLASHQLA_JIT=1)."""
     try:
-        from flashqla_kernels.aot import build_kernel
-        from flashqla_kernels.specs import make_spec, manual_fences, program_for
+        from flashqla_kernels.aot import build_spec
+        from flashqla_kernels.specs import make_spec
     except ImportError as e:  # pragma: no cover - needs the repository checkout and tilelang
         raise RuntimeError("FLASHQLA_JIT=1 needs the flashqla_kernels package and tilelang importable") from e
     spec = make_spec(kernel, **params)
     out = Path(os.environ.get("FLASHQLA_JIT_CACHE", Path.home() / ".cache" / "flashqla" / "jit"))
-    ck = build_kernel(spec.name, program_for(spec), out, manual_fences=manual_fences(spec))
+    ck = build_spec(spec, out)
     entry = {"name": spec.name, "kernel": kernel, "params": params, "library": ck.library.name, "args": ck.args}
     return Binary(ck.library, entry)
 
