@@ -24,7 +24,7 @@ Tile plan: one CTA of `threads` threads per (chunk, value head). K chunk [C, K] 
 wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32 (only its 16 x 16 blocks on
 or below the diagonal: the upper 3/8 are never written nor read), and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
-(one thread per column, in registers; the same threads then form the chunk cumsum of g, one row each),
+(one thread per column, in registers; meanwhile the other 64 threads form the chunk cumsum of g, one row each),
 then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
 CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). The merges read the 16 x 16 and 32 x 32
 diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
@@ -43,12 +43,17 @@ LOG2E = 1.4426950408889634
 
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
-                      head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128):
+                      head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
+                      epilogue_batch: int = 16):
     """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
-    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3)."""
+    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
+    epilogue_batch: elements of its column a thread loads from shared memory before gating any of them
+    (the loads of a batch are in flight together; each batch costs one shared-memory latency)."""
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
     assert threads == 128 and C == 64, "the register-tiled merge maps exactly 128 threads onto 64 x 64"
+    per_thread = C * C // threads  # epilogue elements of a thread (one column, threads // C rows apart)
+    assert per_thread % epilogue_batch == 0
 
     @T.macro
     def merge_level_regs(l_s, x_s, t_s, acc, tx, bs):
@@ -130,6 +135,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             t32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             x32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             col = T.alloc_local((SUB,), "float32")
+            x_b = T.alloc_local((epilogue_batch,), "float32")
+            g_b = T.alloc_local((epilogue_batch,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid, search_steps)  # the chunk's sequence
@@ -179,11 +186,13 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                                 col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
                     for r in T.unroll(SUB):
                         x_s[blk * SUB + r, blk * SUB + cj] = col[r]
-                    # the chunk cumsum of g, row tx (loads are broadcasts, the sum stays in a register)
+                else:
+                    # meanwhile the other C threads form the chunk cumsum of g, row tx - C (loads are
+                    # broadcasts, the sum stays in a register)
                     g_sum = 0.0
                     for j in T.serial(C):
-                        g_sum += T.if_then_else(j <= tx, g_s[j], 0.0)
-                    gc_s[tx] = g_sum
+                        g_sum += T.if_then_else(j <= tx - C, g_s[j], 0.0)
+                    gc_s[tx - C] = g_sum
                 # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
                 if merge == "regs":
                     T.sync_threads()
@@ -201,18 +210,25 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 else:
                     merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
                     merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
-                T.sync_threads()  # gc_s (written by the substitution threads) is read by all below
+                T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
                 # one column per thread (threads // C rows at a time), so the column's beta and G are
                 # loaded once into registers and the row's G is a broadcast
+                # Loads come a batch at a time, unmasked (above the diagonal x_s may hold anything; the select
+                # below discards it), so that they are in flight together instead of one latency per element
                 ej = tx % C
                 col_beta = beta_s[ej]
                 col_g = gc_s[ej]
-                for ii in T.unroll(C * C // threads):
-                    ei = ii * (threads // C) + tx // C
-                    ao_s[ei, ej] = T.cast(T.if_then_else(
-                        ej <= ei, x_s[ei, ej] * col_beta * T.exp2(T.min(gc_s[ei] - col_g, 0.0) * LOG2E), 0.0), dtype)
+                for bb in T.serial(per_thread // epilogue_batch):
+                    for e in T.unroll(epilogue_batch):
+                        ei = (bb * epilogue_batch + e) * (threads // C) + tx // C
+                        x_b[e] = x_s[ei, ej]
+                        g_b[e] = gc_s[ei]
+                    for e in T.unroll(epilogue_batch):
+                        ei = (bb * epilogue_batch + e) * (threads // C) + tx // C
+                        ao_s[ei, ej] = T.cast(T.if_then_else(
+                            ej <= ei, x_b[e] * col_beta * T.exp2(T.min(g_b[e] - col_g, 0.0) * LOG2E), 0.0), dtype)
                 # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
                 # straight from the column-per-thread layout made kkt_solve 16% slower)
                 for i, j in T.Parallel(C, C):
