@@ -105,7 +105,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         pgl[rs] = gc[t_last, hv]
 
     @T.macro
-    def load_chunk(q, k, v, a, kq_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty, pg, pk, pgl,
+    def load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty, pg, pk, pgl,
                    seq_start, seq_end, hk, hv, v0, lane, c):
         """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released (TMA for q, k,
         v, a; G and the per-row factors of the state warpgroups from the prefetched registers)."""
@@ -114,13 +114,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         t0 = seq_start + c * C
         t_last = T.min(t0 + C, seq_end) - 1
         T.barrier_wait(empty[st], (c // NS + 1) % 2)
-        # by 64-column halves: the [K; Q] operand's layout holds each half of its 2C rows contiguously, so a
-        # C-row slice of all K columns is not one contiguous tile
-        for kh in T.unroll(K // 64):
-            T.tma_copy(k[t0:t0 + C, hk, kh * 64:kh * 64 + 64], kq_s[st * 2 * C:st * 2 * C + C, kh * 64:kh * 64 + 64],
-                       barrier=full[st])
-            T.tma_copy(q[t0:t0 + C, hk, kh * 64:kh * 64 + 64],
-                       kq_s[st * 2 * C + C:(st + 1) * 2 * C, kh * 64:kh * 64 + 64], barrier=full[st])
+        T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
+        T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
         T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
         for r in T.unroll(C // 32):
@@ -135,7 +130,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(full[st])
 
     @T.macro
-    def form_p(kq_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
+    def form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
                p_used, seq_start, seq_end, scale, c):
         """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
         the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
@@ -144,7 +139,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         pb = c % 2
         t0 = seq_start + c * C
         T.barrier_wait(full[st], (c // NS) % 2)
-        T.gemm(kq_s[st * 2 * C + C:(st + 1) * 2 * C, :], kq_s[st * 2 * C:st * 2 * C + C, :], p_f, transpose_B=True, clear_accum=True)
+        T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
         # the gate and norm factors of the thread's rows and columns into registers once (read per
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
         for j in T.Parallel(C):
@@ -156,7 +151,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             T.clear(qn_f)
             for kb in T.serial(K // QNORM_SLICE):
                 for i, j in T.Parallel(C, QNORM_SLICE):
-                    qq_f[i, j] = kq_s[st * 2 * C + C + i, kb * QNORM_SLICE + j] * kq_s[st * 2 * C + C + i, kb * QNORM_SLICE + j]
+                    qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
                 T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
             for i in T.Parallel(C):
                 rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
@@ -177,6 +172,24 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
         T.barrier_arrive(p_ready[pb])
         T.barrier_arrive(empty[st])
+
+    @T.macro
+    def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
+        """State warpgroups: the O^T of the chunk starting at token t0 -> o_s (transposed) -> global. A full
+        chunk leaves by one TMA store that nobody waits for until o_s is rewritten a chunk later; a sequence's
+        partial last chunk by masked row stores (a TMA box would write into the next sequence's rows)."""
+        T.tma_store_wait()  # the previous chunk's store has read o_s
+        T.sync_threads(O_BARRIER_ID, ST)
+        for i, j in T.Parallel(BV, C):
+            o_s[j, i] = ot_f[i, j]
+        T.fence_proxy_async()  # generic writes of o_s -> the TMA engine's reads
+        T.sync_threads(O_BARRIER_ID, ST)
+        if t0 + C <= seq_end:
+            T.tma_copy(o_s, o[t0:t0 + C, hv, v0:v0 + BV])
+        else:
+            for i, j in T.Parallel(C, BV):
+                if t0 + i < seq_end:
+                    o[t0 + i, hv, v0 + j] = o_s[i, j]
 
     @T.prim_func
     def chunk_fwd(
@@ -203,7 +216,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             n_chunks = T.ceildiv(seq_end - seq_start, C)
 
             # stages filled by the producer
-            kq_s = T.alloc_shared((NS * 2 * C, K), dtype)  # per stage k's rows, then q's: one B operand [K; Q]
+            q_s = T.alloc_shared((NS, C, K), dtype)
+            k_s = T.alloc_shared((NS, C, K), dtype)
             v_s = T.alloc_shared((NS, C, BV), dtype)
             a_s = T.alloc_shared((NS, C, C), dtype)
             gc_s = T.alloc_shared((NS, C), acc)      # G (rows past the end repeat the last valid G)
@@ -223,8 +237,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             st_f = T.alloc_fragment((BV, K), acc)     # S^T
             st_b = T.alloc_fragment((BV, K), dtype)
-            zq_f = T.alloc_fragment((BV, 2 * C), acc)  # [S^T K^T | S^T Q^T]: one wgmma of N = 2C
-            z_f = T.alloc_fragment((BV, C), acc)      # Vn^T
+            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn^T
             w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn^T d
             vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T
             ot_f = T.alloc_fragment((BV, C), acc)     # O^T
@@ -260,43 +273,30 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
                     T.copy(st_f, st_b)
-                    # Z^T and S^T Q^T as one product of N = 2C (wgmma of N = 64 runs well below the tensor
-                    # cores' rate)
-                    T.wgmma_gemm(st_b, kq_s[st * 2 * C:(st + 1) * 2 * C, :], zq_f, transpose_B=True, clear_accum=True, policy=rows)
-                    T.wait_wgmma(0)
+                    T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
+                    if c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
+                        store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
+                    T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
+                    T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     for i, j in T.Parallel(BV, C):
-                        w_b[i, j] = v_s[st, j, i] - zq_f[i, j] * wf_s[st, j]
+                        w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
                     T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
-                    # while Vn^T runs: O^T's first term, S^T Q^T diag(gamma rq scale) (P's factors come with P)
-                    T.barrier_wait(p_ready[pb], (c // 2) % 2)
-                    for i, j in T.Parallel(BV, C):
-                        ot_f[i, j] = zq_f[i, C + j] * of_s[pb, j]
                     T.wait_wgmma(0)
                     for i, j in T.Parallel(BV, C):
                         vn_b[i, j] = z_f[i, j]
                         w_b[i, j] = z_f[i, j] * uf_s[st, j]
                     for i, j in T.Parallel(BV, K):
                         st_f[i, j] = st_f[i, j] * gl_s[st]
-                    T.wgmma_gemm(w_b, kq_s[st * 2 * C:st * 2 * C + C, :], st_f, clear_accum=False, policy=rows)
+                    T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=rows)
+                    T.barrier_wait(p_ready[pb], (c // 2) % 2)
+                    for i, j in T.Parallel(BV, C):
+                        ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
                     T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=rows)
                     T.wait_wgmma(0)
                     T.barrier_arrive(p_used[pb])
                     T.barrier_arrive(empty[st])
-                    # O^T -> o_s (transposed) -> global: a full chunk by one TMA store that nobody waits for
-                    # until o_s is rewritten a chunk later; a sequence's partial last chunk by masked row
-                    # stores (a TMA box would write into the next sequence's rows)
-                    T.tma_store_wait()  # the previous chunk's store has read o_s
-                    T.sync_threads(O_BARRIER_ID, ST)
-                    for i, j in T.Parallel(BV, C):
-                        o_s[j, i] = ot_f[i, j]
-                    T.fence_proxy_async()  # generic writes of o_s -> the TMA engine's reads
-                    T.sync_threads(O_BARRIER_ID, ST)
-                    if t0 + C <= seq_end:
-                        T.tma_copy(o_s, o[t0:t0 + C, hv, v0:v0 + BV])
-                    else:
-                        for i, j in T.Parallel(C, BV):
-                            if t0 + i < seq_end:
-                                o[t0 + i, hv, v0 + j] = o_s[i, j]
+                if n_chunks > 0:
+                    store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
                 T.tma_store_wait()  # o_s must outlive the last store's reads
                 if flags // 2 % 2 == 1:
                     for i, j in T.Parallel(BV, K):
@@ -313,26 +313,26 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     if tx < ST + 32 and c0 < n_chunks:
                         prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c0)
                         if c0 < NS - 1:
-                            load_chunk(q, k, v, a, kq_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
+                            load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
                                        pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c0)
                 if PS == 2:
                     for c2 in T.serial(T.ceildiv(n_chunks, 2)):
                         for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
                             c = 2 * c2 + par
                             if c < n_chunks:
-                                form_p(kq_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
+                                form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
                                        empty, p_ready, p_used, seq_start, seq_end, scale, c)
                                 if tx < ST + 32 and c + NS < n_chunks:
                                     prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
                                 if tx < ST + 32 and c + NS - 1 < n_chunks:
-                                    load_chunk(q, k, v, a, kq_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full,
+                                    load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full,
                                                empty, pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
                 else:
                     for c in T.serial(n_chunks):
-                        form_p(kq_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
+                        form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
                                p_ready, p_used, seq_start, seq_end, scale, c)
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
-                            load_chunk(q, k, v, a, kq_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
+                            load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
                                        pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
                             if c + NS < n_chunks:
                                 prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)

@@ -120,7 +120,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     ):
         with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
             k_s = T.alloc_shared((C, K), dtype)
-            k_ready = T.alloc_barrier(arrive_count=[32])
             l_s = T.alloc_shared((C, C), "float32")
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
@@ -149,15 +148,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             tx = T.get_thread_binding()
 
             if cid < total_chunks:
-                # K by TMA (rows past the tensor's end arrive as zeros, rows of the next sequence are finite;
-                # both get beta = 0 below), while the threads load beta and g
-                if tx < 32:
-                    T.tma_copy(k[t0:t0 + C, hk, :], k_s, barrier=k_ready[0])
-                    T.barrier_arrive(k_ready[0])
+                T.copy(k[t0:t0 + C, hk, :], k_s)
                 for i in T.Parallel(C):
                     beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
                     g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
-                T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
                     for i, j in T.Parallel(C, C):
@@ -219,21 +213,20 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
-                # Thread tx: column tx % C of the rows [(tx // C) per_thread, + per_thread), so the column's beta
-                # and G are loaded once into registers, a warp reads one row of x_s at a time and the rows' G
-                # come in 16-byte vectors. Loads come a batch at a time, unmasked (above the diagonal x_s may
-                # hold anything; the select discards it), in flight together instead of one latency per element
+                # one column per thread (threads // C rows at a time), so the column's beta and G are
+                # loaded once into registers and the row's G is a broadcast
+                # Loads come a batch at a time, unmasked (above the diagonal x_s may hold anything; the select
+                # below discards it), so that they are in flight together instead of one latency per element
                 ej = tx % C
                 col_beta = beta_s[ej]
                 col_g = gc_s[ej]
-                row0 = (tx // C) * per_thread
                 for bb in T.serial(per_thread // epilogue_batch):
-                    for e in T.vectorized(epilogue_batch):
-                        g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
                     for e in T.unroll(epilogue_batch):
-                        x_b[e] = x_s[row0 + bb * epilogue_batch + e, ej]
+                        ei = (bb * epilogue_batch + e) * (threads // C) + tx // C
+                        x_b[e] = x_s[ei, ej]
+                        g_b[e] = gc_s[ei]
                     for e in T.unroll(epilogue_batch):
-                        ei = row0 + bb * epilogue_batch + e
+                        ei = (bb * epilogue_batch + e) * (threads // C) + tx // C
                         ao_s[ei, ej] = T.cast(T.if_then_else(
                             ej <= ei, x_b[e] * col_beta * T.exp2(T.min(g_b[e] - col_g, 0.0) * LOG2E), 0.0), dtype)
                 # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
