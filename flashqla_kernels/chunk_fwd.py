@@ -31,10 +31,11 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
     state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
                 has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
-                (k, q, A~, P): Z^T = S^T K^T and S^T Q^T issued together, W^T on the CUDA cores while S^T Q^T
-                runs, Vn^T = W^T A~^T, then S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never
-                goes through shared memory; O^T leaves through a swizzled shared tile by one TMA store a chunk
-                (masked 16-byte row stores for a sequence's partial last chunk).
+                (k, q, A~, P): Z^T = S^T K^T, then (defer_o_store) the previous chunk's O^T leaves while it
+                runs, then S^T Q^T, W^T on the CUDA cores while S^T Q^T runs, Vn^T = W^T A~^T, then
+                S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never goes through shared memory; O^T
+                leaves through a swizzled shared tile by one TMA store a chunk (masked 16-byte row stores for a
+                sequence's partial last chunk).
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (bf16, double-buffered in
                 shared memory) and the output's row factor gamma_r / ||q_r||; then its first warp is the
                 producer: TMA for q, k, v, a and the per-row factors of chunk c + num_stages - 1.
@@ -59,13 +60,18 @@ O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang num
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
-                      state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None):
+                      state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
+                      defer_o_store: bool | None = None):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
     # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
     # auxiliary warpgroup weighs more against one state warpgroup): load first, then prefetch into the same
     # set, a loop of one chunk a step. Measured (results/2026-11-23-h200-s7/producer_sets_ab): 2 sets are
     # 5-7% faster at block_v 128 and 9-11% slower at block_v 64.
+    # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
+    # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
+    # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
+    # the block_v 64 rows 1-2% slower.
     # setmaxnreg (block_v 128 only: 384 threads launch with 168 registers a thread): the two state
     # warpgroups grow to `state_regs` (inc), the auxiliary one shrinks to `aux_regs` (dec). The pool is
     # what the launch allocated, 168 x 384, so 2 state_regs + aux_regs <= 504; asking for more makes
@@ -73,6 +79,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
     PS = producer_sets or (2 if block_v == 128 else 1)
+    DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
     assert PS in (1, 2)
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
@@ -274,7 +281,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.barrier_wait(full[st], (c // NS) % 2)
                     T.copy(st_f, st_b)
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
-                    if c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
+                    if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
@@ -295,7 +302,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.wait_wgmma(0)
                     T.barrier_arrive(p_used[pb])
                     T.barrier_arrive(empty[st])
-                if n_chunks > 0:
+                    if not DEFER_O:
+                        store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
+                if DEFER_O and n_chunks > 0:
                     store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
                 T.tma_store_wait()  # o_s must outlive the last store's reads
                 if flags // 2 % 2 == 1:
