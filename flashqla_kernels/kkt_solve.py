@@ -44,16 +44,16 @@ LOG2E = 1.4426950408889634
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
-                      epilogue_batch: int = 16):
+                      epilogue_batch: int = 8):
     """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
-    epilogue_batch: elements of its column a thread loads from shared memory before gating any of them
+    epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
     (the loads of a batch are in flight together; each batch costs one shared-memory latency)."""
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
     assert threads == 128 and C == 64, "the register-tiled merge maps exactly 128 threads onto 64 x 64"
-    per_thread = C * C // threads  # epilogue elements of a thread (one column, threads // C rows apart)
-    assert per_thread % epilogue_batch == 0
+    rows_per_warp = C // (threads // 32)  # epilogue rows of a warp (each lane a column pair)
+    assert rows_per_warp % epilogue_batch == 0 and C == 2 * 32
 
     @T.macro
     def merge_level_regs(l_s, x_s, t_s, acc, tx, bs):
@@ -127,6 +127,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             gc_s = T.alloc_shared((C,), "float32")
             g_sum = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
+            rb_f = T.alloc_fragment((C,), "float32")  # L's row factor beta_i (times 1/||k_i||), by row
+            cn_f = T.alloc_fragment((C,), "float32")  # L's column factor 1/||k_j|| (use_l2norm), by column
             x_s = T.alloc_shared((C, C), "float32")
             ao_s = T.alloc_shared((C, C), dtype)
             t_s = T.alloc_shared((C // 2, C // 2), "float32")
@@ -135,8 +137,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             t32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             x32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             col = T.alloc_local((SUB,), "float32")
-            x_b = T.alloc_local((epilogue_batch,), "float32")
+            x_b = T.alloc_local((2 * epilogue_batch,), "float32")
             g_b = T.alloc_local((epilogue_batch,), "float32")
+            o_b = T.alloc_local((2,), dtype)
+            col_beta = T.alloc_local((2,), "float32")
+            col_g = T.alloc_local((2,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid, search_steps)  # the chunk's sequence
@@ -160,11 +165,18 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     for i in T.Parallel(C):
                         if t0 + i < t_end:
                             rk[t0 + i, hv] = rn_s[i]
+                    # the row and column factors into registers once (per element they were 3 shared loads)
+                    for i in T.Parallel(C):
+                        rb_f[i] = beta_s[i] * rn_s[i]
+                    for j in T.Parallel(C):  # a loop of its own: cn_f is laid out by column, rb_f by row
+                        cn_f[j] = rn_s[j]
                     for i, j in T.Parallel(C, C):
-                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i] * rn_s[i] * rn_s[j], 0.0)
+                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
                 else:
+                    for i in T.Parallel(C):
+                        rb_f[i] = beta_s[i]
                     for i, j in T.Parallel(C, C):
-                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * beta_s[i], 0.0)
+                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i], 0.0)
                 # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
                 for i, j in T.Parallel(C, C):
                     if j // SUB <= i // SUB:
@@ -213,22 +225,29 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
-                # one column per thread (threads // C rows at a time), so the column's beta and G are
-                # loaded once into registers and the row's G is a broadcast
-                # Loads come a batch at a time, unmasked (above the diagonal x_s may hold anything; the select
-                # below discards it), so that they are in flight together instead of one latency per element
-                ej = tx % C
-                col_beta = beta_s[ej]
-                col_g = gc_s[ej]
-                for bb in T.serial(per_thread // epilogue_batch):
+                # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's beta
+                # and G are loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
+                # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
+                # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
+                # in flight together instead of one latency per element.
+                cp = (tx % 32) * 2
+                row0 = (tx // 32) * rows_per_warp
+                for u in T.unroll(2):
+                    col_beta[u] = beta_s[cp + u]
+                    col_g[u] = gc_s[cp + u]
+                for bb in T.serial(rows_per_warp // epilogue_batch):
+                    for e in T.vectorized(epilogue_batch):
+                        g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
                     for e in T.unroll(epilogue_batch):
-                        ei = (bb * epilogue_batch + e) * (threads // C) + tx // C
-                        x_b[e] = x_s[ei, ej]
-                        g_b[e] = gc_s[ei]
+                        for u in T.vectorized(2):
+                            x_b[e * 2 + u] = x_s[row0 + bb * epilogue_batch + e, cp + u]
                     for e in T.unroll(epilogue_batch):
-                        ei = (bb * epilogue_batch + e) * (threads // C) + tx // C
-                        ao_s[ei, ej] = T.cast(T.if_then_else(
-                            ej <= ei, x_b[e] * col_beta * T.exp2(T.min(g_b[e] - col_g, 0.0) * LOG2E), 0.0), dtype)
+                        ei = row0 + bb * epilogue_batch + e
+                        for u in T.unroll(2):
+                            o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * col_beta[u] * T.exp2(
+                                T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
+                        for u in T.vectorized(2):
+                            ao_s[ei, cp + u] = o_b[u]
                 # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
                 # straight from the column-per-thread layout made kkt_solve 16% slower)
                 for i, j in T.Parallel(C, C):
