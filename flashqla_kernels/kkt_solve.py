@@ -44,9 +44,11 @@ LOG2E = 1.4426950408889634
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
-                      epilogue_batch: int = 8):
+                      epilogue_batch: int = 8, min_blocks_per_sm: int = 6):
     """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
+    min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
+    65536 / (threads x it); shared memory, ~37.6 KB a CTA, allows 6).
     epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
     (the loads of a batch are in flight together; each batch costs one shared-memory latency)."""
     K, C = head_dim_k, chunk_size
@@ -119,6 +121,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         search_steps: T.int32,
     ):
         with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
+            T.annotate_min_blocks_per_sm(min_blocks_per_sm)
             k_s = T.alloc_shared((C, K), dtype)
             l_s = T.alloc_shared((C, C), "float32")
             beta_s = T.alloc_shared((C,), "float32")
