@@ -60,7 +60,7 @@ O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang num
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
-                      state_regs: int = 216, aux_regs: int = 72, producer_sets: int | None = None,
+                      state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
                       defer_o_store: bool | None = None):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
@@ -244,8 +244,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             st_f = T.alloc_fragment((BV, K), acc)     # S^T
             st_b = T.alloc_fragment((BV, K), dtype)
-            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T
-            u_f = T.alloc_fragment((BV, C), acc)      # V^T A~^T, then Vn^T
+            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn^T
             w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn^T d
             vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T
             ot_f = T.alloc_fragment((BV, C), acc)     # O^T
@@ -284,24 +283,17 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
-                    # U^T = V^T A~^T (V^T read transposed by the tensor cores), after the O^T store has freed
-                    # its registers
-                    T.wgmma_gemm(v_s[st, :, :], a_s[st, :, :], u_f, transpose_A=True, transpose_B=True,
-                                 clear_accum=True, policy=rows)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
-                    # all three done (S^T's bf16 copy dies here: registers for U^T's accumulator); what is left
-                    # of W^T is a register pass, and Vn^T would queue behind S^T Q^T anyway
-                    T.wait_wgmma(0)
+                    T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     for i, j in T.Parallel(BV, C):
-                        w_b[i, j] = z_f[i, j] * (-wf_s[st, j])
-                    # Vn^T = U^T - (Z^T diag(gamma / ||k||)) A~^T
-                    T.wgmma_gemm(w_b, a_s[st, :, :], u_f, transpose_B=True, clear_accum=False, policy=rows)
-                    T.wait_wgmma(0)
-                    for i, j in T.Parallel(BV, C):
-                        vn_b[i, j] = u_f[i, j]
-                        w_b[i, j] = u_f[i, j] * uf_s[st, j]
-                    for i, j in T.Parallel(BV, K):
+                        w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
+                    T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
+                    for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                         st_f[i, j] = st_f[i, j] * gl_s[st]
+                    T.wait_wgmma(0)
+                    for i, j in T.Parallel(BV, C):
+                        vn_b[i, j] = z_f[i, j]
+                        w_b[i, j] = z_f[i, j] * uf_s[st, j]
                     T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=rows)
                     T.barrier_wait(p_ready[pb], (c // 2) % 2)
                     for i, j in T.Parallel(BV, C):
