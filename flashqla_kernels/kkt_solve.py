@@ -44,17 +44,14 @@ LOG2E = 1.4426950408889634
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
-                      epilogue_batch: int = 8, min_blocks_per_sm: int = 6, chunks_per_cta: int = 2):
+                      epilogue_batch: int = 8, min_blocks_per_sm: int = 6):
     """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
-    chunks_per_cta: chunk slots a CTA solves one after the other (CTA b: slots b CPB ... b CPB + CPB - 1), each
-    chunk's K loaded by cp.async while the previous one is solved.
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
     65536 / (threads x it); shared memory, ~37.6 KB a CTA, allows 6).
     epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
     (the loads of a batch are in flight together; each batch costs one shared-memory latency)."""
     K, C = head_dim_k, chunk_size
-    CPB = chunks_per_cta
     SUB = C // 4  # diagonal block size of the blocked inverse
     assert threads == 128 and C == 64, "the register-tiled merge maps exactly 128 threads onto 64 x 64"
     rows_per_warp = C // (threads // 32)  # epilogue rows of a warp (each lane a column pair)
@@ -123,7 +120,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         rk: T.Tensor((num_tokens, num_v_heads), "float32"),
         search_steps: T.int32,
     ):
-        with T.Kernel(T.ceildiv(num_tokens // C + num_seqs_p1, CPB), num_v_heads, threads=threads) as (bx, hv):
+        with T.Kernel(num_tokens // C + num_seqs_p1, num_v_heads, threads=threads) as (cid, hv):
             T.annotate_min_blocks_per_sm(min_blocks_per_sm)
             k_s = T.alloc_shared((C, K), dtype)
             l_s = T.alloc_shared((C, C), "float32")
@@ -150,132 +147,117 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             col_g = T.alloc_local((2,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
+            lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid, search_steps)  # the chunk's sequence
             total_chunks = chunk_offsets[num_seqs_p1 - 1]
             hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
             hk = hv // (num_v_heads // num_k_heads)
+            t0 = cu_seqlens[lo] + (cid - chunk_offsets[lo]) * C
+            t_end = cu_seqlens[lo + 1]
             tx = T.get_thread_binding()
 
-            for u in T.serial(CPB):
-                cid = bx * CPB + u
-                if cid < total_chunks:
-                    lo = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid, search_steps)  # the chunk's sequence
-                    t0 = cu_seqlens[lo] + (cid - chunk_offsets[lo]) * C
-                    t_end = cu_seqlens[lo + 1]
-                    if u == 0:
-                        T.copy(k[t0:t0 + C, hk, :], k_s)
-                    else:  # prefetched by the previous chunk
-                        T.ptx_wait_group(0)
-                        T.fence_proxy_async()  # cp.async's writes -> the wgmma's reads
-                        T.sync_threads()
-                    for i in T.Parallel(C):
-                        beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
-                        g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
-                    T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
-                    # k_s is free once K K^T is in registers: the CTA's next chunk's K starts loading now
-                    # (cp.async) and lands while this chunk is solved
-                    if u + 1 < CPB and cid + 1 < total_chunks:
-                        lo_n = sequence_of_chunk(chunk_offsets, num_seqs_p1, cid + 1, search_steps)
-                        t0_n = cu_seqlens[lo_n] + (cid + 1 - chunk_offsets[lo_n]) * C
-                        T.sync_threads()
-                        T.async_copy(k[t0_n:t0_n + C, hk, :], k_s)
-                    if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
-                        for i, j in T.Parallel(C, C):
-                            if i == j:
-                                rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
-                        for i in T.Parallel(C):
-                            if t0 + i < t_end:
-                                rk[t0 + i, hv] = rn_s[i]
-                        # the row and column factors into registers once (per element they were 3 shared loads)
-                        for i in T.Parallel(C):
-                            rb_f[i] = beta_s[i] * rn_s[i]
-                        for j in T.Parallel(C):  # a loop of its own: cn_f is laid out by column, rb_f by row
-                            cn_f[j] = rn_s[j]
-                        for i, j in T.Parallel(C, C):
-                            kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
-                    else:
-                        for i in T.Parallel(C):
-                            rb_f[i] = beta_s[i]
-                        for i, j in T.Parallel(C, C):
-                            kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i], 0.0)
-                    # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
+            if cid < total_chunks:
+                T.copy(k[t0:t0 + C, hk, :], k_s)
+                for i in T.Parallel(C):
+                    beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
+                    g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
+                T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
+                if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
                     for i, j in T.Parallel(C, C):
-                        if j // SUB <= i // SUB:
-                            l_s[i, j] = kk_f[i, j]
-                    # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
-                    # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
-                    # their diagonals; every other read is of the lower triangle)
-                    for i, j in T.Parallel(SUB, SUB):
-                        x_s[i, SUB + j] = 0.0
-                        x_s[2 * SUB + i, 3 * SUB + j] = 0.0
-                    # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
-                    if tx < C:
-                        blk = tx // SUB
-                        cj = tx % SUB
-                        for r in T.unroll(SUB):
-                            col[r] = T.if_then_else(r == cj, 1.0, 0.0)
-                            for s_ in T.unroll(SUB):
-                                if s_ < r:
-                                    col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
-                        for r in T.unroll(SUB):
-                            x_s[blk * SUB + r, blk * SUB + cj] = col[r]
-                    else:
-                        # meanwhile the other C threads form the chunk cumsum of g, row tx - C (loads are
-                        # broadcasts, the sum stays in a register)
-                        g_sum = 0.0
-                        for j in T.serial(C):
-                            g_sum += T.if_then_else(j <= tx - C, g_s[j], 0.0)
-                        gc_s[tx - C] = g_sum
-                    # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
-                    if merge == "regs":
-                        T.sync_threads()
-                        merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
-                        merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
-                    elif merge == "tc":
-                        T.sync_threads()
-                        merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
-                        # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
-                        T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
-                        T.copy(m_f, t_s)
-                        T.gemm(x_s[2 * SUB:C, 2 * SUB:C], t_s, m_f, clear_accum=True)
-                        for i, j in T.Parallel(2 * SUB, 2 * SUB):
-                            x_s[2 * SUB + i, j] = -m_f[i, j]
-                    else:
-                        merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
-                        merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
-                    T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
-                    # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
-                    # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
-                    # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's beta
-                    # and G are loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
-                    # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
-                    # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
-                    # in flight together instead of one latency per element.
-                    cp = (tx % 32) * 2
-                    row0 = (tx // 32) * rows_per_warp
-                    for u in T.unroll(2):
-                        col_beta[u] = beta_s[cp + u]
-                        col_g[u] = gc_s[cp + u]
-                    for bb in T.serial(rows_per_warp // epilogue_batch):
-                        for e in T.vectorized(epilogue_batch):
-                            g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
-                        for e in T.unroll(epilogue_batch):
-                            for u in T.vectorized(2):
-                                x_b[e * 2 + u] = x_s[row0 + bb * epilogue_batch + e, cp + u]
-                        for e in T.unroll(epilogue_batch):
-                            ei = row0 + bb * epilogue_batch + e
-                            for u in T.unroll(2):
-                                o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * col_beta[u] * T.exp2(
-                                    T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
-                            for u in T.vectorized(2):
-                                ao_s[ei, cp + u] = o_b[u]
-                    # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
-                    # straight from the column-per-thread layout made kkt_solve 16% slower)
-                    for i, j in T.Parallel(C, C):
-                        if t0 + i < t_end:
-                            a[t0 + i, hv, j] = ao_s[i, j]
+                        if i == j:
+                            rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
                     for i in T.Parallel(C):
                         if t0 + i < t_end:
-                            gc[t0 + i, hv] = gc_s[i]
-                    T.sync_threads()  # the next chunk rewrites the shared tiles read above
+                            rk[t0 + i, hv] = rn_s[i]
+                    # the row and column factors into registers once (per element they were 3 shared loads)
+                    for i in T.Parallel(C):
+                        rb_f[i] = beta_s[i] * rn_s[i]
+                    for j in T.Parallel(C):  # a loop of its own: cn_f is laid out by column, rb_f by row
+                        cn_f[j] = rn_s[j]
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+                else:
+                    for i in T.Parallel(C):
+                        rb_f[i] = beta_s[i]
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i], 0.0)
+                # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
+                for i, j in T.Parallel(C, C):
+                    if j // SUB <= i // SUB:
+                        l_s[i, j] = kk_f[i, j]
+                # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
+                # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
+                # their diagonals; every other read is of the lower triangle)
+                for i, j in T.Parallel(SUB, SUB):
+                    x_s[i, SUB + j] = 0.0
+                    x_s[2 * SUB + i, 3 * SUB + j] = 0.0
+                # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
+                if tx < C:
+                    blk = tx // SUB
+                    cj = tx % SUB
+                    for r in T.unroll(SUB):
+                        col[r] = T.if_then_else(r == cj, 1.0, 0.0)
+                        for s_ in T.unroll(SUB):
+                            if s_ < r:
+                                col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
+                    for r in T.unroll(SUB):
+                        x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+                else:
+                    # meanwhile the other C threads form the chunk cumsum of g, row tx - C (loads are
+                    # broadcasts, the sum stays in a register)
+                    g_sum = 0.0
+                    for j in T.serial(C):
+                        g_sum += T.if_then_else(j <= tx - C, g_s[j], 0.0)
+                    gc_s[tx - C] = g_sum
+                # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
+                if merge == "regs":
+                    T.sync_threads()
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
+                elif merge == "tc":
+                    T.sync_threads()
+                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
+                    T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
+                    T.copy(m_f, t_s)
+                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], t_s, m_f, clear_accum=True)
+                    for i, j in T.Parallel(2 * SUB, 2 * SUB):
+                        x_s[2 * SUB + i, j] = -m_f[i, j]
+                else:
+                    merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
+                    merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
+                T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
+                # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
+                # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
+                # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's beta
+                # and G are loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
+                # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
+                # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
+                # in flight together instead of one latency per element.
+                cp = (tx % 32) * 2
+                row0 = (tx // 32) * rows_per_warp
+                for u in T.unroll(2):
+                    col_beta[u] = beta_s[cp + u]
+                    col_g[u] = gc_s[cp + u]
+                for bb in T.serial(rows_per_warp // epilogue_batch):
+                    for e in T.vectorized(epilogue_batch):
+                        g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
+                    for e in T.unroll(epilogue_batch):
+                        for u in T.vectorized(2):
+                            x_b[e * 2 + u] = x_s[row0 + bb * epilogue_batch + e, cp + u]
+                    for e in T.unroll(epilogue_batch):
+                        ei = row0 + bb * epilogue_batch + e
+                        for u in T.unroll(2):
+                            o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * col_beta[u] * T.exp2(
+                                T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
+                        for u in T.vectorized(2):
+                            ao_s[ei, cp + u] = o_b[u]
+                # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
+                # straight from the column-per-thread layout made kkt_solve 16% slower)
+                for i, j in T.Parallel(C, C):
+                    if t0 + i < t_end:
+                        a[t0 + i, hv, j] = ao_s[i, j]
+                for i in T.Parallel(C):
+                    if t0 + i < t_end:
+                        gc[t0 + i, hv] = gc_s[i]
 
     return kkt_solve
