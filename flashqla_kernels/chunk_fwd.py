@@ -292,10 +292,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         st_f[i, j] = st_f[i, j] * gl_s[st]
                     T.wait_wgmma(0)
                     for i, j in T.Parallel(BV, C):
+                        vn_b[i, j] = z_f[i, j]
                         w_b[i, j] = z_f[i, j] * uf_s[st, j]
                     T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=rows)
-                    for i, j in T.Parallel(BV, C):  # O's operand Vn^T while the state update runs
-                        vn_b[i, j] = z_f[i, j]
                     T.barrier_wait(p_ready[pb], (c // 2) % 2)
                     for i, j in T.Parallel(BV, C):
                         ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
