@@ -65,13 +65,19 @@ def runner(lib: str):
 
 def time_kkt_solve(inp, rep):
     """flashqla's first launch alone (the rest of the row's time is the fused kernel)."""
-    from flashqla.dispatch import packed_seqlens
+    import inspect
+
+    from flashqla import dispatch
     from flashqla.ops import kkt_solve
 
     q, k, beta, g = inp["q"][0], inp["k"][0], inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
-    cu, off = packed_seqlens(inp["cu_seqlens"], 1, q.shape[0], q.device)
+    cu, off = dispatch.packed_seqlens(inp["cu_seqlens"], 1, q.shape[0], q.device)
     HV = beta.shape[1]
-    return triton.testing.do_bench(lambda: kkt_solve(k, beta, g, cu, off, HV, False), warmup=25, rep=rep,
+    if "chunk_table" in inspect.signature(kkt_solve).parameters:
+        args = (dispatch.kkt_chunk_table(cu, off, q.shape[0]),)
+    else:  # a package from before the chunk table (an A/B baseline): chunk slots found by search
+        args = (cu, off)
+    return triton.testing.do_bench(lambda: kkt_solve(k, beta, g, *args, HV, False), warmup=25, rep=rep,
                                    return_mode="median")
 
 

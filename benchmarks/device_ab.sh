@@ -12,8 +12,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 rm -rf /tmp/old && mkdir -p /tmp/old && tar xJf .device-bins-old/torch-cuda.tar.xz -C /tmp/old \
   && [ -f /tmp/old/torch-cuda/_binaries/manifest.json ] || { echo "no baseline binaries in .device-bins-old"; exit 2; }
 sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/manifest.json" > "$R/manifests.sha256"
-# Only the compiled kernels differ between the two sides: both run this checkout's torch-ext (an A/B of torch-ext
-# changes needs the old package too). A side that falls back to the reference warns; that warning is kept.
+# Each side runs its own package: the old pack's hub variant (its flat .py files) is imported as `flashqla` for the
+# old variants, so a change of a kernel's arguments (and of the runtime that passes them) is timed against the
+# baseline as it was. A side that falls back to the reference warns; that warning is kept.
+mkdir -p /tmp/oldpkg && ln -sfn /tmp/old/torch-cuda /tmp/oldpkg/flashqla
 kernel_tests 150; keep
 VARIANTS="new old new2 old2"
 ALT_BINS=$FLASHQLA_BINARIES_DIR
@@ -36,8 +38,9 @@ ROWS=${ROWS:-397B-TP1/8192x4,35B-TP1/8192x4,397B-TP2/8192x4,27B-TP1/16384+16384,
 warm_up
 for variant in $VARIANTS; do
   extra=""
-  case $variant in old*) bins=/tmp/old/torch-cuda/_binaries;; alt*) bins=$ALT_BINS; extra=${ALT_ENV:-};; *) bins=$FLASHQLA_BINARIES_DIR;; esac
-  env $extra FLASHQLA_BINARIES_DIR=$bins timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows "$ROWS" \
+  pypath=$PYTHONPATH
+  case $variant in old*) bins=/tmp/old/torch-cuda/_binaries; pypath=/tmp/oldpkg:$PYTHONPATH;; alt*) bins=$ALT_BINS; extra=${ALT_ENV:-};; *) bins=$FLASHQLA_BINARIES_DIR;; esac
+  env $extra PYTHONPATH=$pypath FLASHQLA_BINARIES_DIR=$bins timeout 120 python benchmarks/bench_prefill.py --lib flashqla --rows "$ROWS" \
     --rep 50 --breakdown --out "$R/ab_$variant.json" 2>&1 | grep -E "reference|^flashqla" | sed "s/^/[$variant] /"
   keep
 done

@@ -1,4 +1,5 @@
-"""Shared TileLang piece: which packed sequence a chunk slot belongs to (kkt_solve and conv_qkv)."""
+"""TileLang piece: which packed sequence a chunk slot belongs to (conv_qkv; kkt_solve reads a per-slot table
+that the runtime caches instead, see ops.chunk_table_for)."""
 
 
 import tilelang.language as T

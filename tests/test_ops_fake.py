@@ -26,8 +26,8 @@ def test_kkt_solve_fake_shapes():
     with FakeTensorMode():
         k = torch.empty(100, 2, 128, dtype=torch.float16)
         beta = torch.empty(100, 6)
-        cu = torch.empty(3, dtype=torch.int32)
-        a, gc, rk = ops.kkt_solve(k, beta, beta, cu, cu, 6, True)
+        table = torch.empty(4, 2, dtype=torch.int32)
+        a, gc, rk = ops.kkt_solve(k, beta, beta, table, 6, True)
         assert a.shape == (100, 6, 64) and a.dtype == torch.float16 and rk.shape == (100, 6)
         assert gc.shape == (100, 6) and gc.dtype == torch.float32
 
@@ -62,6 +62,28 @@ def test_layer_kernels_decline_off_hopper():
 def test_chunk_offsets():
     cu = torch.tensor([0, 0, 64, 65, 200], dtype=torch.int32)
     assert ops.chunk_offsets_for(cu).tolist() == [0, 0, 1, 2, 5]
+
+
+def test_chunk_table():
+    """kkt_solve's slots: (first token, sequence end) per chunk in order, empty sequences skipped, (0, 0) after
+    the last chunk; T // 64 + N + 1 slots (the kernel's grid, from shapes alone)."""
+    cu = torch.tensor([0, 0, 50, 114, 300], dtype=torch.int32)
+    table = ops.chunk_table_for(cu, ops.chunk_offsets_for(cu), 300)
+    assert table.dtype == torch.int32 and table.shape == (300 // 64 + 4 + 1, 2)
+    assert table.tolist() == [[0, 50], [50, 114], [114, 300], [178, 300], [242, 300], [0, 0], [0, 0], [0, 0], [0, 0]]
+    fixed = torch.arange(3, dtype=torch.int32) * 128
+    assert ops.chunk_table_for(fixed, ops.chunk_offsets_for(fixed), 256).tolist() == [
+        [0, 128], [64, 128], [128, 256], [192, 256], [0, 0], [0, 0], [0, 0]]
+    empty = torch.zeros(3, dtype=torch.int32)  # every sequence empty: no chunk to solve
+    assert not ops.chunk_table_for(empty, ops.chunk_offsets_for(empty), 0).any()
+
+
+def test_chunk_table_cached_per_offsets():
+    cu, off = dispatch.packed_seqlens(None, 2, 200, torch.device("cpu"))
+    t1 = dispatch.kkt_chunk_table(cu, off, 400)
+    assert dispatch.kkt_chunk_table(cu, off, 400) is t1
+    assert t1.tolist()[:8] == [[0, 200], [64, 200], [128, 200], [192, 200], [200, 400], [264, 400], [328, 400],
+                               [392, 400]]
 
 
 def test_packed_seqlens_cached_and_checked():
@@ -158,8 +180,8 @@ def test_meta_tensors_take_the_op():
     """Meta (and other non-CUDA) tensors go through the custom op and its fake implementation, never the launch."""
     k = torch.empty(100, 2, 128, dtype=torch.bfloat16, device="meta")
     beta = torch.empty(100, 6, device="meta")
-    cu = torch.empty(3, dtype=torch.int32, device="meta")
-    a, gc, rk = ops.kkt_solve(k, beta, beta, cu, cu, 6, True)
+    table = torch.empty(4, 2, dtype=torch.int32, device="meta")
+    a, gc, rk = ops.kkt_solve(k, beta, beta, table, 6, True)
     assert a.device.type == "meta" and a.shape == (100, 6, 64) and gc.shape == rk.shape == (100, 6)
     x = torch.empty(90, 128, dtype=torch.float16, device="meta")
     assert ops.gated_rmsnorm(x, x, torch.empty(128, dtype=torch.float16, device="meta"), 1e-6).shape == (90, 128)

@@ -174,6 +174,26 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     return cu, off
 
 
+_TABLE_CACHE: dict[int, tuple] = {}
+
+
+def kkt_chunk_table(cu: torch.Tensor, off: torch.Tensor, T: int) -> torch.Tensor:
+    """kkt_solve's (first token, sequence end) per chunk slot (:func:`ops.chunk_table_for`), cached per
+    ``off`` tensor (which :func:`packed_seqlens` caches per cu_seqlens), so an eager call computes it once
+    per cu_seqlens; under torch.compile it is traced into the graph like ``off`` itself."""
+    from .ops import chunk_table_for
+
+    if torch.compiler.is_compiling():
+        return chunk_table_for(cu, off, T)
+    hit = _TABLE_CACHE.get(id(off))
+    if hit is not None and hit[0]() is off and hit[1] == T:
+        return hit[2]
+    table = chunk_table_for(cu, off, T)
+    key = id(off)
+    _TABLE_CACHE[key] = (weakref.ref(off, lambda _r, key=key, cache=_TABLE_CACHE: cache.pop(key, None)), T, table)
+    return table
+
+
 SHORT_SEQ_CHUNKS = 32  # sequences of at most this many 64-token chunks on average count as short
 
 
@@ -249,7 +269,8 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     from .ops import chunk_fwd
 
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
-    o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), cu, off,
+    table = kkt_chunk_table(cu, off, problem.B * problem.T)
+    o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), cu, table,
                       _scale(problem, scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
     return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)
 

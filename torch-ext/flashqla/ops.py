@@ -2,8 +2,9 @@
 
 Every launch goes to torch's current CUDA stream of the input's device; nothing here synchronises with
 the host, so the ops can be captured in CUDA graphs. Inputs are packed: tokens of all sequences along
-one axis ([T, heads, dim]); `cu_seqlens` (int32 [N+1]) and `chunk_offsets` (int32 [N+1], see
-`chunk_offsets_for`) describe the sequences.
+one axis ([T, heads, dim]); `cu_seqlens` (int32 [N+1]), `chunk_offsets` (int32 [N+1], see
+`chunk_offsets_for`) and kkt_solve's `chunk_table` (int32 [T // 64 + N + 1, 2], see `chunk_table_for`)
+describe the sequences.
 """
 
 from __future__ import annotations
@@ -109,16 +110,31 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
     return torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]).to(torch.int32)
 
 
+def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_tokens: int,
+                    chunk: int = CHUNK) -> torch.Tensor:
+    """kkt_solve's chunk slots: int32 [num_tokens // chunk + N + 1, 2], row s = (first token of chunk s,
+    end of its sequence), (0, 0) for the slots past the last chunk. Computed on the device from the two
+    int32 [N+1] tensors (no sync); the slot count depends on shapes only, so it is the kernel's grid."""
+    slots = torch.arange(num_tokens // chunk + cu_seqlens.shape[0], dtype=torch.int32, device=cu_seqlens.device)
+    # seq in [0, N]: the last n with chunk_offsets[n] <= slot (N for the slots past the last chunk, which
+    # the padded copy of cu_seqlens lets index n + 1 without a branch on N)
+    seq = torch.searchsorted(chunk_offsets, slots, right=True) - 1
+    ends = torch.cat([cu_seqlens, cu_seqlens[-1:]])
+    valid = slots < chunk_offsets[-1]
+    t0 = torch.where(valid, cu_seqlens[seq] + (slots - chunk_offsets[seq]) * chunk, 0)
+    t_end = torch.where(valid, ends[seq + 1], 0)
+    return torch.stack([t0, t_end], 1).to(torch.int32).contiguous()
+
+
 # --------------------------------------------------------------------------------------------- kkt_solve
 @kernel_op
-def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: torch.Tensor,
-              chunk_offsets: torch.Tensor, num_v_heads: int,
+def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
               use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per chunk: A~ = ((I + strict_lower(diag(beta) K K^T))^-1 diag(beta)) (.) exp(G_r - G_s) (lower
     triangle), G = the chunk-local cumsum of g; rk = 1/||k|| (l2norm only).
 
-    k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32 -> a [T, HV, 64] (k's dtype), gc = G [T, HV] fp32,
-    rk [T, HV] fp32.
+    k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
+    (k's dtype), gc = G [T, HV] fp32, rk [T, HV] fp32.
     """
     T, H, K = k.shape
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
@@ -128,14 +144,14 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, cu_seqlens: 
         return a, gc, rk
     k = _aligned(k)
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
-    _launch(b, k.device, k=k, beta=beta, g=g, cu_seqlens=cu_seqlens, chunk_offsets=chunk_offsets, a=a,
-            gc=gc, rk=rk, search_steps=max(1, (cu_seqlens.numel() - 1).bit_length()), num_tokens=T,
-            num_k_heads=H, num_v_heads=num_v_heads, num_seqs_p1=cu_seqlens.numel())
+    _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=a, gc=gc, rk=rk,
+            gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads,
+            num_slots=chunk_table.shape[0])
     return a, gc, rk
 
 
 @kkt_solve.register_fake
-def _(k, beta, g, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
+def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     T = k.shape[0]
     return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(T, num_v_heads, dtype=torch.float32),
             k.new_empty(T, num_v_heads, dtype=torch.float32))
@@ -144,14 +160,14 @@ def _(k, beta, g, cu_seqlens, chunk_offsets, num_v_heads, use_l2norm):
 # --------------------------------------------------------------------------------------------- chunk_fwd
 @kernel_op
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
-              initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor,
+              initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_table: torch.Tensor,
               scale: float, use_l2norm: bool, output_final_state: bool,
               block_v: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused GDN chunked forward on packed inputs.
 
     q, k [T, H, 128], v [T, HV, 128] (bf16/fp16), g, beta [T, HV] fp32, initial_state [N, HV, 128, 128]
-    fp32 or None -> o [T, HV, 128] (v's dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when
-    output_final_state is False).
+    fp32 or None, cu_seqlens int32 [N+1], chunk_table (:func:`chunk_table_for`) -> o [T, HV, 128] (v's
+    dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when output_final_state is False).
     """
     T, H = q.shape[0], q.shape[1]
     HV = v.shape[1]
@@ -164,7 +180,7 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return o, ht
     q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
-    a, gc, rk = kkt_solve(k, beta, g, cu_seqlens, chunk_offsets, HV, use_l2norm)
+    a, gc, rk = kkt_solve(k, beta, g, chunk_table, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
@@ -177,7 +193,7 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
 
 
 @chunk_fwd.register_fake
-def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_offsets, scale, use_l2norm, output_final_state, block_v):
+def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_table, scale, use_l2norm, output_final_state, block_v):
     return _state_outputs(q, v, cu_seqlens.shape[0] - 1, output_final_state,
                           lambda *shape, dtype, device: v.new_empty(shape, dtype=dtype))
 
