@@ -23,7 +23,8 @@ never stored (a chunk never writes into its neighbour's rows).
 Tile plan: one CTA of `threads` threads per (chunk slot, value head), on a grid (S, gva, H) so that the value
 head hv = hk gva + r needs no division, and the slot's tokens come from one table load (the runtime caches the
 table per cu_seqlens; a search of chunk_offsets was ~9% of the kernel's warp samples, the head division ~4%).
-K chunk [C, K] is staged through registers into shared memory, K K^T is one
+K chunk [C, K] arrives in shared memory by one TMA copy (k_load "tma"; "ldg": staged through registers), in
+a tile that shares its space with L's (K is dead once K K^T is in registers), K K^T is one
 wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32 (only its 16 x 16 blocks on
 or below the diagonal: the upper 3/8 are never written nor read), and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
@@ -31,7 +32,7 @@ triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks 
 then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
 CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). The merges read the 16 x 16 and 32 x 32
 diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
-epilogue loads above the diagonal too but masks j > i to zero. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed
+epilogue loads above the diagonal too but masks j > i to zero, and stages its bf16 rows in K's (dead) tile. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed
 to launch it.
 """
 
@@ -45,21 +46,31 @@ LOG2E = 1.4426950408889634
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
-                      epilogue_batch: int = 8, min_blocks_per_sm: int = 6):
-    """merge: "regs" (register-tiled block products, default), "smem" (fragment products, v2) or "tc"
+                      epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
+                      cumsum_vec: int = 4):
+    """merge: "regs" (register-tiled block products) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
     65536 / (threads x it); shared memory, ~37.6 KB a CTA, allows 6).
     epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
-    (the loads of a batch are in flight together; each batch costs one shared-memory latency)."""
+    (the loads of a batch are in flight together; each batch costs one shared-memory latency).
+    k_load: how K's chunk reaches shared memory: "tma" (one bulk tensor copy on an mbarrier, issued by the
+    first warp while every thread loads beta and g; rows past the tensor's end arrive as zeros) or "ldg"
+    (16-byte loads through registers, each with its 64-bit address and bounds test).
+    cumsum_vec: g values a cumsum thread reads per shared-memory load (broadcast vectors)."""
+    assert k_load in ("tma", "ldg") and merge in ("regs", "tc")
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
+    # the merges' temporary T = L21 X11 lives in x_s's upper-right 2SUB x 2SUB block (columns TC0..C of rows
+    # 0..2SUB), which the inverse never uses (the epilogue reads it but masks j > i), instead of a 4 KB tile
+    # of its own: the TMA variant's mbarrier costs 1 KB of static shared memory, and 6 CTAs an SM need the room
+    TC0 = 2 * SUB
     assert threads == 128 and C == 64, "the register-tiled merge maps exactly 128 threads onto 64 x 64"
     rows_per_warp = C // (threads // 32)  # epilogue rows of a warp (each lane a column pair)
     assert rows_per_warp % epilogue_batch == 0 and C == 2 * 32
 
     @T.macro
-    def merge_level_regs(l_s, x_s, t_s, acc, tx, bs):
+    def merge_level_regs(l_s, x_s, acc, tx, bs):
         """Same products as merge_level, register-tiled: each thread owns an RB x CB tile of the result,
         so each step over kk loads RB + CB values for RB * CB FMAs (shared-memory loads were the limit)."""
         RB = 2
@@ -76,34 +87,17 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             for a_, b_ in T.grid(RB, CB):
                 acc[a_, b_] += l_s[o + bs + r0 + a_, o + kk] * x_s[o + kk, o + c0 + b_]
         for a_, b_ in T.grid(RB, CB):
-            t_s[p * bs + r0 + a_, c0 + b_] = acc[a_, b_]
+            x_s[p * bs + r0 + a_, TC0 + c0 + b_] = acc[a_, b_]
         T.sync_threads()
         for a_, b_ in T.grid(RB, CB):
             acc[a_, b_] = 0.0
         for kk in T.serial(bs):
             for a_, b_ in T.grid(RB, CB):
-                acc[a_, b_] -= x_s[o + bs + r0 + a_, o + bs + kk] * t_s[p * bs + kk, c0 + b_]
+                acc[a_, b_] -= x_s[o + bs + r0 + a_, o + bs + kk] * x_s[p * bs + kk, TC0 + c0 + b_]
         for a_, b_ in T.grid(RB, CB):
             x_s[o + bs + r0 + a_, o + c0 + b_] = acc[a_, b_]
         T.sync_threads()
 
-    @T.macro
-    def merge_level(l_s, x_s, t_s, t_f, x_f, bs):
-        """Inverse of each 2bs x 2bs diagonal block from its two bs x bs diagonal inverses:
-        for block p (rows/cols 2bs p ...): X21 = -X22 (L21 X11), two bs^3 products per block."""
-        nb = C // (2 * bs)
-        T.clear(t_f)
-        for kk in T.serial(bs):
-            for p, i, j in T.Parallel(nb, bs, bs):
-                t_f[p, i, j] += l_s[2 * bs * p + bs + i, 2 * bs * p + kk] * x_s[2 * bs * p + kk, 2 * bs * p + j]
-        for p, i, j in T.Parallel(nb, bs, bs):
-            t_s[p * bs + i, j] = t_f[p, i, j]
-        T.clear(x_f)
-        for kk in T.serial(bs):
-            for p, i, j in T.Parallel(nb, bs, bs):
-                x_f[p, i, j] -= x_s[2 * bs * p + bs + i, 2 * bs * p + bs + kk] * t_s[p * bs + kk, j]
-        for p, i, j in T.Parallel(nb, bs, bs):
-            x_s[2 * bs * p + bs + i, 2 * bs * p + j] = x_f[p, i, j]
     num_tokens = T.dynamic("num_tokens")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
@@ -122,8 +116,13 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     ):
         with T.Kernel(num_slots, gva, num_k_heads, threads=threads) as (cid, hr, hk):
             T.annotate_min_blocks_per_sm(min_blocks_per_sm)
-            k_s = T.alloc_shared((C, K), dtype)
             l_s = T.alloc_shared((C, C), "float32")
+            # K's tile and the epilogue's output tile share l_s's 16 KB by hand: K is dead once K K^T is in
+            # registers (before L is stored), L once the merges are done (before the epilogue). TileLang's
+            # planner cannot see those lifetimes once the kernel holds an mbarrier (it keeps every buffer
+            # live throughout: 62 KB a CTA, 3 CTAs an SM, instead of 37 KB and 6)
+            k_s = T.view(l_s, (C, K), dtype)
+            ao_s = k_s  # columns [0, C) of the view
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             g_s = T.alloc_shared((C,), "float32")
@@ -133,12 +132,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             rb_f = T.alloc_fragment((C,), "float32")  # L's row factor beta_i (times 1/||k_i||), by row
             cn_f = T.alloc_fragment((C,), "float32")  # L's column factor 1/||k_j|| (use_l2norm), by column
             x_s = T.alloc_shared((C, C), "float32")
-            ao_s = T.alloc_shared((C, C), dtype)
-            t_s = T.alloc_shared((C // 2, C // 2), "float32")
-            t16_f = T.alloc_fragment((2, SUB, SUB), "float32")
-            x16_f = T.alloc_fragment((2, SUB, SUB), "float32")
-            t32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
-            x32_f = T.alloc_fragment((1, 2 * SUB, 2 * SUB), "float32")
             col = T.alloc_local((SUB,), "float32")
             x_b = T.alloc_local((2 * epilogue_batch,), "float32")
             g_b = T.alloc_local((epilogue_batch,), "float32")
@@ -147,6 +140,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             col_g = T.alloc_local((2,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
+            if k_load == "tma":
+                k_ready = T.alloc_barrier(arrive_count=[32])
+            g_v = T.alloc_local((cumsum_vec,), "float32")
             hv = T.alloc_var("int32")  # int32 index math (a 64-bit product would be inlined into every index)
             hv = hk * gva + hr
             t0 = chunk_table[cid, 0]
@@ -154,10 +150,19 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             tx = T.get_thread_binding()
 
             if t0 < t_end:
-                T.copy(k[t0:t0 + C, hk, :], k_s)
+                if k_load == "tma":
+                    # rows past the tensor's end arrive as zeros, rows of the next sequence are finite: both
+                    # get beta = 0 below, so they solve to zero
+                    if tx < 32:
+                        T.tma_copy(k[t0:t0 + C, hk, :], k_s, barrier=k_ready[0])
+                        T.barrier_arrive(k_ready[0])
+                else:
+                    T.copy(k[t0:t0 + C, hk, :], k_s)
                 for i in T.Parallel(C):
                     beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
                     g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
+                if k_load == "tma":
+                    T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
                     for i, j in T.Parallel(C, C):
@@ -201,28 +206,28 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         x_s[blk * SUB + r, blk * SUB + cj] = col[r]
                 else:
                     # meanwhile the other C threads form the chunk cumsum of g, row tx - C (loads are
-                    # broadcasts, the sum stays in a register)
+                    # broadcast vectors of cumsum_vec values, summed in order in a register)
                     g_sum = 0.0
-                    for j in T.serial(C):
-                        g_sum += T.if_then_else(j <= tx - C, g_s[j], 0.0)
+                    for jb in T.serial(C // cumsum_vec):
+                        for e in T.vectorized(cumsum_vec):
+                            g_v[e] = g_s[jb * cumsum_vec + e]
+                        for e in T.unroll(cumsum_vec):
+                            g_sum += T.if_then_else(jb * cumsum_vec + e <= tx - C, g_v[e], 0.0)
                     gc_s[tx - C] = g_sum
                 # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
                 if merge == "regs":
                     T.sync_threads()
-                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
-                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, 2 * SUB)
+                    merge_level_regs(l_s, x_s, acc_r, tx, SUB)
+                    merge_level_regs(l_s, x_s, acc_r, tx, 2 * SUB)
                 elif merge == "tc":
                     T.sync_threads()
-                    merge_level_regs(l_s, x_s, t_s, acc_r, tx, SUB)
+                    merge_level_regs(l_s, x_s, acc_r, tx, SUB)
                     # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
                     T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
-                    T.copy(m_f, t_s)
-                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], t_s, m_f, clear_accum=True)
+                    T.copy(m_f, x_s[0:2 * SUB, TC0:C])
+                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, TC0:C], m_f, clear_accum=True)
                     for i, j in T.Parallel(2 * SUB, 2 * SUB):
                         x_s[2 * SUB + i, j] = -m_f[i, j]
-                else:
-                    merge_level(l_s, x_s, t_s, t16_f, x16_f, SUB)
-                    merge_level(l_s, x_s, t_s, t32_f, x32_f, 2 * SUB)
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
