@@ -47,7 +47,7 @@ LOG2E = 1.4426950408889634
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
                       epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
-                      cumsum_vec: int = 4):
+                      cumsum_vec: int = 4, a_store: str = "tma"):
     """merge: "regs" (register-tiled block products) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
@@ -57,8 +57,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     k_load: how K's chunk reaches shared memory: "tma" (one bulk tensor copy on an mbarrier, issued by the
     first warp while every thread loads beta and g; rows past the tensor's end arrive as zeros) or "ldg"
     (16-byte loads through registers, each with its 64-bit address and bounds test).
-    cumsum_vec: g values a cumsum thread reads per shared-memory load (broadcast vectors)."""
-    assert k_load in ("tma", "ldg") and merge in ("regs", "tc")
+    cumsum_vec: g values a cumsum thread reads per shared-memory load (broadcast vectors).
+    a_store: how a full chunk's A~ leaves: "tma" (one bulk tensor store from the staging tile, waited for
+    before the CTA exits) or "ldg" (16-byte row stores through registers, as a partial chunk always does)."""
+    assert k_load in ("tma", "ldg") and merge in ("regs", "tc") and a_store in ("tma", "ldg")
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
     # the merges' temporary T = L21 X11 lives in x_s's upper-right 2SUB x 2SUB block (columns TC0..C of rows
@@ -254,13 +256,26 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                                 T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
                         for u in T.vectorized(2):
                             ao_s[ei, cp + u] = o_b[u]
-                # rows leave through shared memory so that each thread stores 16-byte vectors (2-byte stores
-                # straight from the column-per-thread layout made kkt_solve 16% slower)
-                for i, j in T.Parallel(C, C):
-                    if t0 + i < t_end:
-                        a[t0 + i, hv, j] = ao_s[i, j]
+                # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
+                # made kkt_solve 16% slower): a full chunk by one TMA store (a_store "tma"), a sequence's partial
+                # last chunk (or every chunk with "ldg") by masked 16-byte row stores (a TMA box would write into
+                # the next sequence's rows)
+                if a_store == "tma":
+                    T.fence_proxy_async()  # every thread's generic ao_s writes -> the bulk store's async reads
+                    if t0 + C <= t_end:
+                        T.tma_copy(ao_s[:, 0:C], a[t0:t0 + C, hv, 0:C])
+                    else:
+                        for i, j in T.Parallel(C, C):
+                            if t0 + i < t_end:
+                                a[t0 + i, hv, j] = ao_s[i, j]
+                else:
+                    for i, j in T.Parallel(C, C):
+                        if t0 + i < t_end:
+                            a[t0 + i, hv, j] = ao_s[i, j]
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
                         gc[t0 + i, hv] = gc_s[i]
+                if a_store == "tma":
+                    T.tma_store_wait()  # the staging tile must outlive the bulk store's reads
 
     return kkt_solve
