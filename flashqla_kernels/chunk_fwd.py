@@ -61,7 +61,7 @@ O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang num
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
-                      defer_o_store: bool | None = None, overlap_o: bool | None = None):
+                      defer_o_store: bool | None = None):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
     # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
@@ -80,10 +80,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     C, BV, NS = chunk_size, block_v, num_stages
     PS = producer_sets or (2 if block_v == 128 else 1)
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
-    # overlap_o (with defer_o_store only): a chunk waits for its state update but not for its O^T product,
-    # which runs while the stage is released and the next chunk's inputs are awaited; the next chunk waits for
-    # it before reading S^T (and frees P's buffer before O^T leaves)
-    OVERLAP_O = DEFER_O if overlap_o is None else (overlap_o and DEFER_O)
     assert PS in (1, 2)
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
@@ -283,15 +279,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     pb = c % 2
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
-                    if OVERLAP_O:  # the previous chunk's O^T product ran across the chunk boundary: wait for it
-                        T.wait_wgmma(0)  # before S^T is read (ptxas serialises every wgmma if S^T, the state
-                        # update's accumulator, is read while any product is in flight, even after a wait_group
-                        # that covers the update)
                     T.copy(st_f, st_b)
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
-                        if OVERLAP_O:
-                            T.barrier_arrive(p_used[(c - 1) % 2])
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
@@ -309,19 +299,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     for i, j in T.Parallel(BV, C):
                         ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
                     T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=rows)
-                    if OVERLAP_O:  # only the state update must be done: O^T's product runs into the next chunk
-                        T.wait_wgmma(1)
-                    else:
-                        T.wait_wgmma(0)
-                        T.barrier_arrive(p_used[pb])
+                    T.wait_wgmma(0)
+                    T.barrier_arrive(p_used[pb])
                     T.barrier_arrive(empty[st])
                     if not DEFER_O:
                         store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
-                if OVERLAP_O:  # the last O^T product (unconditional: ptxas cannot tie the loop's trip count
-                    T.wait_wgmma(0)  # to a condition, and serialises every wgmma when a path might skip it)
                 if DEFER_O and n_chunks > 0:
-                    if OVERLAP_O:
-                        T.barrier_arrive(p_used[(n_chunks - 1) % 2])
                     store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
                 T.tma_store_wait()  # o_s must outlive the last store's reads
                 if flags // 2 % 2 == 1:
