@@ -61,7 +61,7 @@ O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang num
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
-                      defer_o_store: bool | None = None, aux_inverse: bool = False):
+                      defer_o_store: bool | None = None):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
     # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
@@ -78,8 +78,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
-    if aux_inverse and block_v == 128:
-        NS = 2  # the probe's 32 KB of fp32 tiles do not fit beside three stages
     PS = producer_sets or (2 if block_v == 128 else 1)
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
     assert PS in (1, 2)
@@ -138,104 +136,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             gl_s[st] = T.exp2(pgl[rs] * LOG2E)
         T.barrier_arrive(full[st])
 
-    AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup alone (experiment aux_inverse)
-    SUB = C // 4
-
-    @T.macro
-    def aux_merge16(l_s, x_s, acc, ax):
-        """experiment aux_inverse: kkt_solve's 16 -> 32 merge level (register-tiled), on the auxiliary warpgroup's
-        128 threads with its own barrier; the temporary in x_s's unused upper-right block"""
-        bs = SUB
-        RB = 2
-        CB = 2
-        per_row = bs // CB
-        tpb = (bs // RB) * per_row
-        p = ax // tpb
-        r0 = ((ax % tpb) // per_row) * RB
-        c0 = ((ax % tpb) % per_row) * CB
-        o = 2 * bs * p
-        for a_, b_ in T.grid(RB, CB):
-            acc[a_, b_] = 0.0
-        for kk in T.serial(bs):
-            for a_, b_ in T.grid(RB, CB):
-                acc[a_, b_] += l_s[o + bs + r0 + a_, o + kk] * x_s[o + kk, o + c0 + b_]
-        for a_, b_ in T.grid(RB, CB):
-            x_s[p * bs + r0 + a_, 2 * SUB + c0 + b_] = acc[a_, b_]
-        T.sync_threads(AUX_BARRIER_ID, 128)
-        for a_, b_ in T.grid(RB, CB):
-            acc[a_, b_] = 0.0
-        for kk in T.serial(bs):
-            for a_, b_ in T.grid(RB, CB):
-                acc[a_, b_] -= x_s[o + bs + r0 + a_, o + bs + kk] * x_s[p * bs + kk, 2 * SUB + c0 + b_]
-        for a_, b_ in T.grid(RB, CB):
-            x_s[o + bs + r0 + a_, o + c0 + b_] = acc[a_, b_]
-        T.sync_threads(AUX_BARRIER_ID, 128)
-
-    @T.macro
-    def inverse_probe(k_s, gc_s, rk_s, l_s, x_s, ao_s, gcp_s, p_f, rb_f, col, acc_r, m_f, x_b, g_b, o_b, col_g,
-                      g_sum, ax, st):
-        """experiment aux_inverse (a feasibility probe, results discarded): the work of kkt_solve's gate-free
-        inverse for chunk stage st (K K^T, L, the 16 x 16 substitution, both merge levels, the gated bf16
-        epilogue) on the auxiliary warpgroup, to measure how much of it the fused kernel absorbs. beta is a
-        stand-in (0.5)."""
-        T.gemm(k_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
-        for i in T.Parallel(C):
-            rb_f[i] = 0.5 * rk_s[st, i]
-        for i, j in T.Parallel(C, C):
-            p_f[i, j] = T.if_then_else(j < i, p_f[i, j] * rb_f[i], 0.0)
-        for i, j in T.Parallel(C, C):
-            if j // SUB <= i // SUB:
-                l_s[i, j] = p_f[i, j]
-        for i, j in T.Parallel(SUB, SUB):
-            x_s[i, SUB + j] = 0.0
-            x_s[2 * SUB + i, 3 * SUB + j] = 0.0
-        T.sync_threads(AUX_BARRIER_ID, 128)
-        if ax < C:
-            blk = ax // SUB
-            cj = ax % SUB
-            for r in T.unroll(SUB):
-                col[r] = T.if_then_else(r == cj, 1.0, 0.0)
-                for s_ in T.unroll(SUB):
-                    if s_ < r:
-                        col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
-            for r in T.unroll(SUB):
-                x_s[blk * SUB + r, blk * SUB + cj] = col[r]
-        else:
-            g_sum[0] = 0.0
-            for j in T.serial(C):
-                g_sum[0] += T.if_then_else(j <= ax - C, gc_s[st, j], 0.0)
-            gcp_s[ax - C] = g_sum[0]
-        T.sync_threads(AUX_BARRIER_ID, 128)
-        aux_merge16(l_s, x_s, acc_r, ax)
-        T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
-        T.copy(m_f, x_s[0:2 * SUB, 2 * SUB:C])
-        T.sync_threads(AUX_BARRIER_ID, 128)
-        T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, 2 * SUB:C], m_f, clear_accum=True)
-        for i, j in T.Parallel(2 * SUB, 2 * SUB):
-            x_s[2 * SUB + i, j] = -m_f[i, j]
-        T.sync_threads(AUX_BARRIER_ID, 128)
-        cp = (ax % 32) * 2
-        row0 = (ax // 32) * (C // 4)
-        for u in T.unroll(2):
-            col_g[u] = gcp_s[cp + u]
-        for bb in T.serial(2):
-            for e in T.vectorized(8):
-                g_b[e] = gcp_s[row0 + bb * 8 + e]
-            for e in T.unroll(8):
-                for u in T.vectorized(2):
-                    x_b[e * 2 + u] = x_s[row0 + bb * 8 + e, cp + u]
-            for e in T.unroll(8):
-                ei = row0 + bb * 8 + e
-                for u in T.unroll(2):
-                    o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * 0.5 * T.exp2(
-                        T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
-                for u in T.vectorized(2):
-                    ao_s[ei, cp + u] = o_b[u]
-        T.sync_threads(AUX_BARRIER_ID, 128)
-
     @T.macro
     def form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
-               p_used, seq_start, seq_end, scale, c, release=True):
+               p_used, seq_start, seq_end, scale, c):
         """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
         the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
         the stage's and P's barriers."""
@@ -275,8 +178,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
         T.barrier_arrive(p_ready[pb])
-        if release:
-            T.barrier_arrive(empty[st])
+        T.barrier_arrive(empty[st])
 
     @T.macro
     def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
@@ -356,20 +258,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             pk = T.alloc_local((PS * (C // 32),), acc)  # 1/||k|| rows
             pgl = T.alloc_local((PS,), acc)             # and G of the chunk's last row
 
-            if aux_inverse:  # experiment: the inverse's tiles and registers in the auxiliary warpgroup
-                l_s = T.alloc_shared((C, C), acc)
-                x_s = T.alloc_shared((C, C), acc)
-                ao_s = T.view(l_s, (C, 2 * C), dtype)
-                gcp_s = T.alloc_shared((C,), acc)
-                rb_f = T.alloc_fragment((C,), acc)
-                m_f = T.alloc_fragment((2 * SUB, 2 * SUB), acc)
-                col = T.alloc_local((SUB,), acc)
-                acc_r = T.alloc_local((2, 2), acc)
-                x_b = T.alloc_local((16,), acc)
-                g_b = T.alloc_local((8,), acc)
-                o_b = T.alloc_local((2,), dtype)
-                col_g = T.alloc_local((2,), acc)
-                g_sum = T.alloc_local((1,), acc)
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
             p_ready = T.alloc_barrier(arrive_count=[128, 128])
@@ -442,11 +330,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             c = 2 * c2 + par
                             if c < n_chunks:
                                 form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
-                                       empty, p_ready, p_used, seq_start, seq_end, scale, c, not aux_inverse)
-                                if aux_inverse:
-                                    inverse_probe(k_s, gc_s, rk_s, l_s, x_s, ao_s, gcp_s, p_f, rb_f, col, acc_r, m_f,
-                                                  x_b, g_b, o_b, col_g, g_sum, tx - ST, c % NS)
-                                    T.barrier_arrive(empty[c % NS])
+                                       empty, p_ready, p_used, seq_start, seq_end, scale, c)
                                 if tx < ST + 32 and c + NS < n_chunks:
                                     prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
                                 if tx < ST + 32 and c + NS - 1 < n_chunks:
@@ -455,11 +339,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 else:
                     for c in T.serial(n_chunks):
                         form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
-                               p_ready, p_used, seq_start, seq_end, scale, c, not aux_inverse)
-                        if aux_inverse:
-                            inverse_probe(k_s, gc_s, rk_s, l_s, x_s, ao_s, gcp_s, p_f, rb_f, col, acc_r, m_f,
-                                          x_b, g_b, o_b, col_g, g_sum, tx - ST, c % NS)
-                            T.barrier_arrive(empty[c % NS])
+                               p_ready, p_used, seq_start, seq_end, scale, c)
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
                             load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
                                        pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
