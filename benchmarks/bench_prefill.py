@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 if "--lib" in sys.argv and sys.argv[sys.argv.index("--lib") + 1] == "fla":
@@ -87,6 +88,7 @@ def main():
     ap.add_argument("--rows", default="quick", help='"quick", "all" or "HEAD/SEQS,HEAD/SEQS,..."')
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
+    ap.add_argument("--host", action="store_true", help="also the host time per call (us), 50 calls without a sync")
     ap.add_argument("--breakdown", action="store_true", help="flashqla: also time kkt_solve alone")
     args = ap.parse_args()
     if args.rows == "quick":
@@ -114,13 +116,21 @@ def main():
             run(inp)
             torch.cuda.synchronize()
             row["ms"] = triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median")
+            if args.host:  # host time per call: calls issued back to back without a sync (host-bound rows)
+                torch.cuda.synchronize()
+                t_host = time.perf_counter()
+                for _ in range(50):
+                    run(inp)
+                row["host_us"] = (time.perf_counter() - t_host) / 50 * 1e6
+                torch.cuda.synchronize()
             if args.lib == "flashqla" and args.breakdown:
                 row["kkt_solve_ms"] = time_kkt_solve(inp, args.rep)
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             traceback.print_exc()
         results["rows"].append(row)
-        print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}", flush=True)
+        print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}"
+              + (f" host_us={row['host_us']:.0f}" if "host_us" in row else ""), flush=True)
         del inp
         torch.cuda.empty_cache()
         json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps what ran
