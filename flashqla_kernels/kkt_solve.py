@@ -32,8 +32,11 @@ triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks 
 then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
 CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). The merges read the 16 x 16 and 32 x 32
 diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
-epilogue loads above the diagonal too but masks j > i to zero, and stages its bf16 rows in K's (dead) tile. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed
-to launch it.
+epilogue loads above the diagonal too but masks j > i to zero, and stages its bf16 rows in K's (dead) tile,
+from which a full chunk leaves by one TMA store (a_store "tma"; a partial chunk by masked 16-byte row stores).
+The merges' temporary lives in x_s's unused upper-right 32 x 32 block. Shared memory: 33.5 KB + 1 KB static (the
+mbarrier) a CTA, 80 registers: 6 CTAs an SM. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no
+host synchronisation is needed to launch it.
 """
 
 
