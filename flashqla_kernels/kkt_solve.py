@@ -229,8 +229,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     merge_level_regs(l_s, x_s, acc_r, tx, SUB)
                     # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
                     T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
-                    T.copy(m_f, x_s[0:2 * SUB, TC0:C])
-                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, TC0:C], m_f, clear_accum=True)
+                    # T stored transposed, so that the second product reads its B operand K-contiguous
+                    # (ldmatrix) instead of by 2-way bank-conflicted scalar loads
+                    for i, j in T.Parallel(2 * SUB, 2 * SUB):
+                        x_s[j, TC0 + i] = m_f[i, j]
+                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, TC0:C], m_f, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(2 * SUB, 2 * SUB):
                         x_s[2 * SUB + i, j] = -m_f[i, j]
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
