@@ -54,7 +54,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     """merge: "regs" (register-tiled block products) or "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
-    65536 / (threads x it); shared memory, ~37.6 KB a CTA, allows 6).
+    65536 / (threads x it); shared memory, 33.5 KB + 1 KB static a CTA, allows 6).
     epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
     (the loads of a batch are in flight together; each batch costs one shared-memory latency).
     k_load: how K's chunk reaches shared memory: "tma" (one bulk tensor copy on an mbarrier, issued by the
@@ -76,8 +76,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
 
     @T.macro
     def merge_level_regs(l_s, x_s, acc, tx, bs):
-        """Same products as merge_level, register-tiled: each thread owns an RB x CB tile of the result,
-        so each step over kk loads RB + CB values for RB * CB FMAs (shared-memory loads were the limit)."""
+        """One merge level: the inverse of each 2bs x 2bs diagonal block from its two bs x bs diagonal
+        inverses, X21 = -X22 (L21 X11) (the temporary L21 X11 in x_s's unused upper-right block),
+        register-tiled: each thread owns an RB x CB tile of the result, so each step over kk loads RB + CB
+        values for RB * CB FMAs (shared-memory loads were the limit)."""
         RB = 2
         CB = 4 if bs == 32 else 2
         per_row = bs // CB
@@ -268,12 +270,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 # the next sequence's rows)
                 if a_store == "tma":
                     T.fence_proxy_async()  # every thread's generic ao_s writes -> the bulk store's async reads
-                    if t0 + C <= t_end:
-                        T.tma_copy(ao_s[:, 0:C], a[t0:t0 + C, hv, 0:C])
-                    else:
-                        for i, j in T.Parallel(C, C):
-                            if t0 + i < t_end:
-                                a[t0 + i, hv, j] = ao_s[i, j]
+                if a_store == "tma" and t0 + C <= t_end:
+                    T.tma_copy(ao_s[:, 0:C], a[t0:t0 + C, hv, 0:C])
                 else:
                     for i, j in T.Parallel(C, C):
                         if t0 + i < t_end:

@@ -118,6 +118,21 @@ def forced_block_v(name: str) -> int:
     return int(os.environ.get(name) or 0)
 
 
+def _weak_lookup(cache: dict, obj: torch.Tensor, stamp):
+    """The value cached for this tensor object (held weakly) with this stamp, or None."""
+    hit = cache.get(id(obj))
+    if hit is not None and hit[0]() is obj and hit[1] == stamp:
+        return hit[2]
+    return None
+
+
+def _weak_store(cache: dict, obj: torch.Tensor, stamp, value):
+    """Cache value for this tensor object until it is freed (its entry then leaves the cache)."""
+    key = id(obj)
+    cache[key] = (weakref.ref(obj, lambda _r, key=key, cache=cache: cache.pop(key, None)), stamp, value)
+    return value
+
+
 def _chunk_offsets(cu32: torch.Tensor) -> torch.Tensor:
     from .ops import chunk_offsets_for
 
@@ -156,9 +171,9 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
                 _FIXED_CACHE.pop(next(iter(_FIXED_CACHE)))
             _FIXED_CACHE[key] = hit
         return hit
-    hit = _CU_CACHE.get(id(cu_seqlens))
-    if hit is not None and hit[0]() is cu_seqlens and hit[1] == cu_seqlens._version:
-        return hit[2], hit[3]
+    hit = _weak_lookup(_CU_CACHE, cu_seqlens, cu_seqlens._version)
+    if hit is not None:
+        return hit
     capturing = cu_seqlens.is_cuda and torch.cuda.is_current_stream_capturing()
     if not capturing:
         # once per cu_seqlens tensor (one sync, then cached): bad offsets would make the kernels read
@@ -167,11 +182,7 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 
         _check_cu_seqlens_values(cu_seqlens_host(cu_seqlens), T)
     cu = cu_seqlens.to(device=device, dtype=torch.int32).contiguous()
-    off = _chunk_offsets(cu)
-    key = id(cu_seqlens)
-    _CU_CACHE[key] = (weakref.ref(cu_seqlens, lambda _r, key=key, cache=_CU_CACHE: cache.pop(key, None)),
-                      cu_seqlens._version, cu, off)
-    return cu, off
+    return _weak_store(_CU_CACHE, cu_seqlens, cu_seqlens._version, (cu, _chunk_offsets(cu)))
 
 
 _TABLE_CACHE: dict[int, tuple] = {}
@@ -185,13 +196,8 @@ def kkt_chunk_table(cu: torch.Tensor, off: torch.Tensor, T: int) -> torch.Tensor
 
     if torch.compiler.is_compiling():
         return chunk_table_for(cu, off, T)
-    hit = _TABLE_CACHE.get(id(off))
-    if hit is not None and hit[0]() is off and hit[1] == T:
-        return hit[2]
-    table = chunk_table_for(cu, off, T)
-    key = id(off)
-    _TABLE_CACHE[key] = (weakref.ref(off, lambda _r, key=key, cache=_TABLE_CACHE: cache.pop(key, None)), T, table)
-    return table
+    hit = _weak_lookup(_TABLE_CACHE, off, T)
+    return hit if hit is not None else _weak_store(_TABLE_CACHE, off, T, chunk_table_for(cu, off, T))
 
 
 SHORT_SEQ_CHUNKS = 32  # sequences of at most this many 64-token chunks on average count as short
