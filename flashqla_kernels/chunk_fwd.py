@@ -58,10 +58,24 @@ QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width 
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 
 
+def accumulator_layout(rows: int, cols: int):
+    """The state warpgroups' wgmma accumulator layout of a [rows, cols] tile (rows = V rows, 64 a warpgroup),
+    which is also their bf16 A-operand layout: in warpgroup g, warp w holds rows 64 g + 16 w .. + 15; lane l
+    rows l / 4 and l / 4 + 8 and the column pair 2 (l % 4), + 1 of every 8 columns; register
+    4 (j / 8) + 2 ((i % 16) / 8) + j % 2. Used to give a fragment filled by hand (ldmatrix) that layout."""
+    def thread(i, j):
+        return 128 * (i // 64) + 32 * ((i % 64) // 16) + 4 * (i % 8) + (j % 8) // 2
+
+    def index(i, j):
+        return 4 * (j // 8) + 2 * ((i % 16) // 8) + j % 2
+
+    return tilelang.layout.Fragment([rows, cols], forward_thread_fn=thread, forward_index_fn=index)
+
+
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
-                      defer_o_store: bool | None = None):
+                      defer_o_store: bool | None = None, v_load: str = "ldsm"):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
     # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
@@ -80,7 +94,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     C, BV, NS = chunk_size, block_v, num_stages
     PS = producer_sets or (2 if block_v == 128 else 1)
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
-    assert PS in (1, 2)
+    assert PS in (1, 2) and v_load in ("ldsm", "lds")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
@@ -135,6 +149,22 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         if lane == 0:
             gl_s[st] = T.exp2(pgl[rs] * LOG2E)
         T.barrier_arrive(full[st])
+
+    @T.macro
+    def load_v_transposed(v_s, vt_b, st, tx):
+        """State warpgroups: V^T of stage st into the fragment vt_b [BV, C], laid out as the wgmma accumulator
+        (its element (i, j) = V[j, i] in the register that holds W^T[i, j]), by ldmatrix.trans: C / 16 x4 loads a
+        thread instead of C BV / ST scalar 2-byte loads. Load m fills the thread's registers 8 m .. 8 m + 7, i.e.
+        its elements (i, j) with j in [16 m, 16 m + 16), addressed through the element (own row, 16 m). Lane l
+        points at the row 16 m + 8 (l / 16) + l % 8 of V, columns 64 g + 16 w + 8 ((l / 8) % 2) .. + 7, so the
+        four 8 x 8 matrices of load m are (row half, column half) = (l / 16, (l / 8) % 2) in register order.
+        TileLang's own shared -> fragment ldmatrix copy drops a dynamic region offset (the stage)."""
+        lane = tx % 32
+        for m in T.unroll(C // 16):
+            T.call_extern("handle", "tl::ptx_ldmatrix_x4_trans",
+                          T.address_of(v_s[st, 16 * m + 8 * (lane // 16) + lane % 8,
+                                           64 * (tx // 128) + 16 * ((tx % 128) // 32) + 8 * ((lane // 8) % 2)]),
+                          T.address_of(vt_b[64 * (tx // 128) + 16 * ((tx % 128) // 32) + lane // 4, 16 * m]))
 
     @T.macro
     def form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
@@ -247,6 +277,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn^T
             w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn^T d
             vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T
+            vt_b = T.alloc_fragment((BV, C), dtype)   # V^T by ldmatrix.trans, laid out as W^T
+            if v_load == "ldsm":
+                T.annotate_layout({vt_b: accumulator_layout(BV, C)})
             ot_f = T.alloc_fragment((BV, C), acc)     # O^T
             p_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, QNORM_SLICE), acc)
@@ -284,9 +317,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
+                    if v_load == "ldsm":
+                        load_v_transposed(v_s, vt_b, st, tx)
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
-                    for i, j in T.Parallel(BV, C):
-                        w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
+                    if v_load == "ldsm":
+                        for i, j in T.Parallel(BV, C):
+                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * wf_s[st, j]
+                    else:
+                        for i, j in T.Parallel(BV, C):
+                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
                     T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
                     for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                         st_f[i, j] = st_f[i, j] * gl_s[st]
