@@ -160,6 +160,7 @@ def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None 
 
 def build_spec(spec, out_dir: Path) -> CompiledKernel:
     """Compile one specialisation of specs.py (its program, lowered with the fence policy the spec asks for)."""
-    from .specs import manual_fences, program_for
+    from .specs import manual_fences, manual_syncs, program_for
 
-    return build_kernel(spec.name, program_for(spec), out_dir, manual_fences=manual_fences(spec))
+    configs = {"tl.disable_thread_storage_sync": True} if manual_syncs(spec) else None
+    return build_kernel(spec.name, program_for(spec), out_dir, pass_configs=configs, manual_fences=manual_fences(spec))

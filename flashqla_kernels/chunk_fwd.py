@@ -56,6 +56,7 @@ LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
 QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
+AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
 
 
 def accumulator_layout(rows: int, cols: int):
@@ -190,8 +191,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 for i, j in T.Parallel(C, QNORM_SLICE):
                     qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
                 T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
+            # rq_s hands the row norms from the reduction's layout to P's; the kernel is lowered without
+            # TileLang's sync pass (specs.manual_syncs), so both hazards are fenced here: the previous chunk's
+            # reads before the writes, the writes before the reads
+            T.sync_threads(AUX_BARRIER_ID, 128)
             for i in T.Parallel(C):
                 rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
+            T.sync_threads(AUX_BARRIER_ID, 128)
             for i in T.Parallel(C):
                 gr_f[i] = gc_s[st, i] * LOG2E
                 rr_f[i] = rq_s[i]

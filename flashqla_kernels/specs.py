@@ -77,6 +77,15 @@ def manual_fences(spec: Spec) -> bool:
     return spec.kernel == "chunk_fwd"
 
 
+def manual_syncs(spec: Spec) -> bool:
+    """Whether the kernel is lowered without TileLang's shared-memory sync pass (tl.disable_thread_storage_sync)
+    and places its CTA-level barriers itself: chunk_fwd, whose warpgroups hand every stage over on mbarriers,
+    which the pass cannot see. It put four 128-thread barriers into each step of the auxiliary loop (conflicts
+    between the producer warp's writes to different stages), so the three warps that form P waited for the
+    producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary)."""
+    return spec.kernel == "chunk_fwd"
+
+
 def program_for(spec: Spec):
     """Return the TileLang prim_func of a specialisation (imports tilelang)."""
     if spec.kernel == "kkt_solve":
