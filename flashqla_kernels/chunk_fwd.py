@@ -76,7 +76,7 @@ def accumulator_layout(rows: int, cols: int):
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
-                      defer_o_store: bool | None = None, v_load: str = "ldsm", defer_p: bool = True):
+                      defer_o_store: bool | None = None, v_load: str = "ldsm"):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
     # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
@@ -94,12 +94,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
     PS = producer_sets or (2 if block_v == 128 else 1)
-    # defer_p: a chunk's P-dependent product O^T += Vn^T P^T (and so its wait for P from the auxiliary
-    # warpgroup) moves into the next chunk, after that chunk's Z^T is issued, so P has that much longer to
-    # arrive (the state warpgroups waited for it 18% of their samples, results/2026-11-24-h200-s11); O^T then
-    # always leaves a chunk late (defer_p implies defer_o_store)
-    DEFER_P = defer_p
-    DEFER_O = (block_v == 128 if defer_o_store is None else defer_o_store) or DEFER_P
+    DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
     assert PS in (1, 2) and v_load in ("ldsm", "lds")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
@@ -222,18 +217,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(empty[st])
 
     @T.macro
-    def finish_o(p_s, of_s, ot_f, vn_b, p_ready, p_used, c):
-        """State warpgroups: chunk c's O^T = diag-scaled S^T Q^T (in ot_f) + Vn^T P^T once P is ready; waits for
-        every product in flight (with defer_p also the next chunk's Z^T) and hands P's buffer back."""
-        pb = c % 2
-        T.barrier_wait(p_ready[pb], (c // 2) % 2)
-        for i, j in T.Parallel(BV, C):
-            ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
-        T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=rows)
-        T.wait_wgmma(0)
-        T.barrier_arrive(p_used[pb])
-
-    @T.macro
     def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
         """State warpgroups: the O^T of the chunk starting at token t0 -> o_s (transposed) -> global. A full
         chunk leaves by one TMA store that nobody waits for until o_s is rewritten a chunk later; a sequence's
@@ -337,8 +320,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.barrier_wait(full[st], (c // NS) % 2)
                     T.copy(st_f, st_b)
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
-                    if DEFER_P and c > 0:  # the previous chunk's P product, then its O^T leaves, while Z^T runs
-                        finish_o(p_s, of_s, ot_f, vn_b, p_ready, p_used, c - 1)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
@@ -359,15 +340,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         vn_b[i, j] = z_f[i, j]
                         w_b[i, j] = z_f[i, j] * uf_s[st, j]
                     T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=rows)
-                    if DEFER_P:
-                        T.wait_wgmma(0)
-                    else:
-                        finish_o(p_s, of_s, ot_f, vn_b, p_ready, p_used, c)
+                    T.barrier_wait(p_ready[pb], (c // 2) % 2)
+                    for i, j in T.Parallel(BV, C):
+                        ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
+                    T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=rows)
+                    T.wait_wgmma(0)
+                    T.barrier_arrive(p_used[pb])
                     T.barrier_arrive(empty[st])
                     if not DEFER_O:
                         store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
-                if DEFER_P and n_chunks > 0:
-                    finish_o(p_s, of_s, ot_f, vn_b, p_ready, p_used, n_chunks - 1)
                 if DEFER_O and n_chunks > 0:
                     store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
                 T.tma_store_wait()  # o_s must outlive the last store's reads
