@@ -318,13 +318,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     pb = c % 2
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
+                    if v_load == "ldsm":  # V^T's loads in flight from the start of the chunk (ready by W^T)
+                        load_v_transposed(v_s, vt_b, st, tx)
                     T.copy(st_f, st_b)
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
-                    if v_load == "ldsm":
-                        load_v_transposed(v_s, vt_b, st, tx)
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     if v_load == "ldsm":
                         for i, j in T.Parallel(BV, C):
