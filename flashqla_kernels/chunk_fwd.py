@@ -76,7 +76,7 @@ def accumulator_layout(rows: int, cols: int):
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
-                      defer_o_store: bool | None = None, v_load: str = "ldsm"):
+                      defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None):
     # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
     # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
     # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
@@ -95,6 +95,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     C, BV, NS = chunk_size, block_v, num_stages
     PS = producer_sets or (2 if block_v == 128 else 1)
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
+    # v_load_early (ldsm): V^T's ldmatrix loads right after the stage's full wait instead of after S^T Q^T's
+    # issue. Default at block_v 64 only. Measured (results/2026-11-24-h200-s11/v_early_ab): block_v 64 rows
+    # 3-5% faster (fused part), block_v 128 rows 2-5% slower.
+    V_EARLY = block_v == 64 if v_load_early is None else v_load_early
     assert PS in (1, 2) and v_load in ("ldsm", "lds")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
@@ -318,13 +322,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     pb = c % 2
                     t0 = seq_start + c * C
                     T.barrier_wait(full[st], (c // NS) % 2)
-                    if v_load == "ldsm":  # V^T's loads in flight from the start of the chunk (ready by W^T)
+                    if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
                         load_v_transposed(v_s, vt_b, st, tx)
                     T.copy(st_f, st_b)
                     T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
                     T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
+                    if v_load == "ldsm" and not V_EARLY:
+                        load_v_transposed(v_s, vt_b, st, tx)
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     if v_load == "ldsm":
                         for i, j in T.Parallel(BV, C):
