@@ -3,10 +3,11 @@
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
-    gc         [T, HV]       fp32 chunk-local cumsum G of the log decay, from kkt_solve
+    rows       [4, HV, Tp]   fp32 per-token factors from kkt_solve, token-contiguous (one TMA box a chunk):
+                             G (the chunk-local cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||,
+                             uf = exp(G_last - G) / ||k||
     a          [T, HV, C]    gated inverse A~ = (A (.) Gamma), A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta),
                              from kkt_solve
-    rk         [T, HV]       fp32 1/||k|| from kkt_solve (read only when use_l2norm)
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
@@ -38,9 +39,8 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
                 sequence's partial last chunk).
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (bf16, double-buffered in
                 shared memory) and the output's row factor gamma_r / ||q_r||; then its first warp is the
-                producer: TMA for q, k, v, a and the per-row factors of chunk c + num_stages - 1.
-                The producer's per-row factors are prefetched into `producer_sets` register sets (2 at
-                block_v 128, 1 at 64: measured, see chunk_fwd_program).
+                producer: TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk
+                c + num_stages - 1, nothing else (it used to form the factors itself, in series with P).
 The loads run num_stages - 1 chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
@@ -75,14 +75,11 @@ def accumulator_layout(rows: int, cols: int):
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
-                      state_regs: int = 208, aux_regs: int = 88, producer_sets: int | None = None,
+                      state_regs: int = 208, aux_regs: int = 88, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None):
-    # producer_sets: register sets of the producer's prefetched row factors. 2 (the default at block_v 128):
-    # chunk c + num_stages is prefetched before chunk c + num_stages - 1 is loaded, into the other set (the
-    # auxiliary loop runs two chunks a step so that the set is static); 1 (the default at block_v 64, where the
-    # auxiliary warpgroup weighs more against one state warpgroup): load first, then prefetch into the same
-    # set, a loop of one chunk a step. Measured (results/2026-11-23-h200-s7/producer_sets_ab): 2 sets are
-    # 5-7% faster at block_v 128 and 9-11% slower at block_v 64.
+    # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
+    # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
+    # producer_sets_ab; the producer no longer prefetches).
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
@@ -93,13 +90,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
-    PS = producer_sets or (2 if block_v == 128 else 1)
+    AUX_UNROLL = aux_unroll or (2 if block_v == 128 else 1)
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
     # v_load_early (ldsm): V^T's ldmatrix loads right after the stage's full wait instead of after S^T Q^T's
     # issue. Default at block_v 64 only. Measured (results/2026-11-24-h200-s11/v_early_ab): block_v 64 rows
     # 3-5% faster (fused part), block_v 128 rows 2-5% slower.
     V_EARLY = block_v == 64 if v_load_early is None else v_load_early
-    assert PS in (1, 2) and v_load in ("ldsm", "lds")
+    assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
@@ -107,52 +104,26 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     THREADS = ST + 128
     assert NSW == 1 or 2 * state_regs + aux_regs <= 3 * 168
     num_tokens = T.dynamic("num_tokens")
+    rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
     num_seqs_p1 = T.dynamic("num_seqs_p1")
     acc = "float32"
-    rows = T.GemmWarpPolicy.FullRow
+    full_row = T.GemmWarpPolicy.FullRow
 
     @T.macro
-    def prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c):
-        """Producer warp: G and 1/||k|| of chunk c's rows (lane, lane + 32) into register set c % producer_sets,
-        issued right after the warpgroup's proxy fence and used a chunk (or a chunk and a half) later: a fence
-        waits for every memory operation of its thread, so loads in flight across one stall the warpgroup for
-        a global round trip."""
-        rs = c % PS
-        t0 = seq_start + c * C
-        t_last = T.min(t0 + C, seq_end) - 1
-        for r in T.unroll(C // 32):
-            pg[rs * (C // 32) + r] = gc[T.min(t0 + lane + 32 * r, t_last), hv]
-            if use_l2norm:
-                pk[rs * (C // 32) + r] = T.if_then_else(t0 + lane + 32 * r <= t_last, rk[t0 + lane + 32 * r, hv], 0.0)
-            else:
-                pk[rs * (C // 32) + r] = 1.0
-        pgl[rs] = gc[t_last, hv]
-
-    @T.macro
-    def load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty, pg, pk, pgl,
-                   seq_start, seq_end, hk, hv, v0, lane, c):
-        """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released (TMA for q, k,
-        v, a; G and the per-row factors of the state warpgroups from the prefetched registers)."""
+    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, hk, hv, v0, c):
+        """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released, all by TMA:
+        q, k, v, a and the chunk's four factor rows (kkt_solve forms them; rows past a sequence's end come
+        from the next sequence or are TMA's zeros, and every reader masks them)."""
         st = c % NS
-        rs = c % PS
         t0 = seq_start + c * C
-        t_last = T.min(t0 + C, seq_end) - 1
         T.barrier_wait(empty[st], (c // NS + 1) % 2)
         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
         T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
-        for r in T.unroll(C // 32):
-            gc_s[st, lane + 32 * r] = pg[rs * (C // 32) + r]
-            rk_s[st, lane + 32 * r] = pk[rs * (C // 32) + r]
-            wf_s[st, lane + 32 * r] = T.exp2(pg[rs * (C // 32) + r] * LOG2E) * pk[rs * (C // 32) + r]
-            uf_s[st, lane + 32 * r] = T.if_then_else(
-                t0 + lane + 32 * r <= t_last,
-                T.exp2((pgl[rs] - pg[rs * (C // 32) + r]) * LOG2E) * pk[rs * (C // 32) + r], 0.0)
-        if lane == 0:
-            gl_s[st] = T.exp2(pgl[rs] * LOG2E)
+        T.tma_copy(rows[0:4, hv, t0:t0 + C], fac_s[st, :, :], barrier=full[st])
         T.barrier_arrive(full[st])
 
     @T.macro
@@ -172,7 +143,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                           T.address_of(vt_b[64 * (tx // 128) + 16 * ((tx % 128) // 32) + lane // 4, 16 * m]))
 
     @T.macro
-    def form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
+    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
                p_used, seq_start, seq_end, scale, c):
         """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
         the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
@@ -186,9 +157,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
         for j in T.Parallel(C):
             if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
-                gq_f[j] = gc_s[st, j] * LOG2E - T.log2(rk_s[st, j])
+                gq_f[j] = fac_s[st, 0, j] * LOG2E - T.log2(fac_s[st, 1, j])
             else:
-                gq_f[j] = gc_s[st, j] * LOG2E
+                gq_f[j] = fac_s[st, 0, j] * LOG2E
         if use_l2norm:
             T.clear(qn_f)
             for kb in T.serial(K // QNORM_SLICE):
@@ -203,11 +174,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
             T.sync_threads(AUX_BARRIER_ID, 128)
             for i in T.Parallel(C):
-                gr_f[i] = gc_s[st, i] * LOG2E
+                gr_f[i] = fac_s[st, 0, i] * LOG2E
                 rr_f[i] = rq_s[i]
         else:
             for i in T.Parallel(C):
-                gr_f[i] = gc_s[st, i] * LOG2E
+                gr_f[i] = fac_s[st, 0, i] * LOG2E
                 rr_f[i] = scale
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
         for i, j in T.Parallel(C, C):
@@ -243,9 +214,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         q: T.Tensor((num_tokens, num_k_heads, K), dtype),
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         v: T.Tensor((num_tokens, num_v_heads, V), dtype),
-        gc: T.Tensor((num_tokens, num_v_heads), acc),
+        rows: T.Tensor((4, num_v_heads, rows_len), acc),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-        rk: T.Tensor((num_tokens, num_v_heads), acc),
         h0: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
         ht: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
         cu_seqlens: T.Tensor((num_seqs_p1,), "int32"),
@@ -267,11 +237,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             k_s = T.alloc_shared((NS, C, K), dtype)
             v_s = T.alloc_shared((NS, C, BV), dtype)
             a_s = T.alloc_shared((NS, C, C), dtype)
-            gc_s = T.alloc_shared((NS, C), acc)      # G (rows past the end repeat the last valid G)
-            rk_s = T.alloc_shared((NS, C), acc)      # 1/||k|| (l2norm) or 1
-            wf_s = T.alloc_shared((NS, C), acc)      # gamma_r rk_r: column factor of S^T K^T in W^T
-            uf_s = T.alloc_shared((NS, C), acc)      # d_r rk_r (0 past the end): column factor of Vn^T in S^T
-            gl_s = T.alloc_shared((NS,), acc)       # gamma_last
+            # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
+            # (column factor of Vn^T in S^T; rows past the sequence's end are masked to 0 where it is read)
+            fac_s = T.alloc_shared((NS, 4, C), acc)
             # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
             p_s = T.alloc_shared((2, C, C), dtype)
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
@@ -297,9 +265,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             gr_f = T.alloc_fragment((C,), acc)        # log2-scaled G by row of P
             rr_f = T.alloc_fragment((C,), acc)        # scale / ||q|| by row
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
-            pg = T.alloc_local((PS * (C // 32),), acc)  # producer's prefetched G rows (PS register sets),
-            pk = T.alloc_local((PS * (C // 32),), acc)  # 1/||k|| rows
-            pgl = T.alloc_local((PS,), acc)             # and G of the chunk's last row
+            gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
@@ -325,31 +291,32 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
                         load_v_transposed(v_s, vt_b, st, tx)
                     T.copy(st_f, st_b)
-                    T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
+                    T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
-                    T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=rows)
+                    T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=full_row)
                     if v_load == "ldsm" and not V_EARLY:
                         load_v_transposed(v_s, vt_b, st, tx)
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     if v_load == "ldsm":
                         for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * wf_s[st, j]
+                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
                     else:
                         for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * wf_s[st, j]
-                    T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=rows)
+                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
+                    T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    gl = T.exp2(fac_s[st, 0, T.min(C, seq_end - t0) - 1] * LOG2E)
                     for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
-                        st_f[i, j] = st_f[i, j] * gl_s[st]
+                        st_f[i, j] = st_f[i, j] * gl
                     T.wait_wgmma(0)
                     for i, j in T.Parallel(BV, C):
                         vn_b[i, j] = z_f[i, j]
-                        w_b[i, j] = z_f[i, j] * uf_s[st, j]
-                    T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=rows)
+                        w_b[i, j] = z_f[i, j] * T.if_then_else(t0 + j < seq_end, fac_s[st, 3, j], 0.0)
+                    T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
                     T.barrier_wait(p_ready[pb], (c // 2) % 2)
                     for i, j in T.Parallel(BV, C):
                         ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
-                    T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=rows)
+                    T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=full_row)
                     T.wait_wgmma(0)
                     T.barrier_arrive(p_used[pb])
                     T.barrier_arrive(empty[st])
@@ -366,35 +333,26 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 # ------------------------------------------------------------- auxiliary warpgroup
                 if NSW > 1:
                     T.set_max_nreg(aux_regs, 0)
-                # the producer (first warp) loads chunk c into stage c % NS, its rows' G and 1/||k|| prefetched
-                # into register set c % PS
-                lane = tx - ST
-                for c0 in T.unroll(NS):
+                # the producer (first warp) loads chunk c into stage c % NS, NS - 1 chunks ahead of P's chunk
+                for c0 in T.unroll(NS - 1):
                     if tx < ST + 32 and c0 < n_chunks:
-                        prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c0)
-                        if c0 < NS - 1:
-                            load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
-                                       pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c0)
-                if PS == 2:
+                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, hk, hv, v0, c0)
+                if AUX_UNROLL == 2:
                     for c2 in T.serial(T.ceildiv(n_chunks, 2)):
                         for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
                             c = 2 * c2 + par
                             if c < n_chunks:
-                                form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
+                                form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
                                        empty, p_ready, p_used, seq_start, seq_end, scale, c)
-                                if tx < ST + 32 and c + NS < n_chunks:
-                                    prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
                                 if tx < ST + 32 and c + NS - 1 < n_chunks:
-                                    load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full,
-                                               empty, pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
+                                    load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
+                                               hk, hv, v0, c + NS - 1)
                 else:
                     for c in T.serial(n_chunks):
-                        form_p(q_s, k_s, gc_s, rk_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
+                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
                                p_ready, p_used, seq_start, seq_end, scale, c)
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
-                            load_chunk(q, k, v, a, q_s, k_s, v_s, a_s, gc_s, rk_s, wf_s, uf_s, gl_s, full, empty,
-                                       pg, pk, pgl, seq_start, seq_end, hk, hv, v0, lane, c + NS - 1)
-                            if c + NS < n_chunks:
-                                prefetch_rows(gc, rk, pg, pk, pgl, seq_start, seq_end, hv, lane, c + NS)
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, hk, hv,
+                                       v0, c + NS - 1)
 
     return chunk_fwd

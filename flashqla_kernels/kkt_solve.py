@@ -10,8 +10,14 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
     gva                      int32, HV // H (value heads a key head serves)
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :]
-    gc           [T, HV]     fp32, G: the cumsum of g from the start of the token's chunk
-    rk           [T, HV]     fp32, 1 / ||k_t|| (only when use_l2norm; it is what the fused kernel scales by)
+    rows         [4, HV, Tp] fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
+                             chunk's four rows by one TMA copy (Tp = T rounded up to a multiple of 4, TMA's
+                             16-byte stride rule; tokens T .. Tp - 1 are written as zeros):
+                  rows[0]    G, the cumsum of g from the start of the token's chunk
+                  rows[1]    rk = 1 / ||k_t|| (use_l2norm; else 1)
+                  rows[2]    wf = exp(G_t) rk_t, the column factor of S^T K^T in W^T
+                  rows[3]    uf = exp(G_last - G_t) rk_t (G_last: the chunk's last token's G), the column
+                             factor of Vn^T in the state update
 
 The inverse is gate-free (the gate enters only its epilogue): inverting the gated matrix equals
 D (I+L)^-1 D^-1 with D = diag(exp G), i.e. the gate-free inverse multiplied elementwise by
@@ -106,6 +112,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         T.sync_threads()
 
     num_tokens = T.dynamic("num_tokens")
+    rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
     num_slots = T.dynamic("num_slots")
@@ -117,8 +124,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
         chunk_table: T.Tensor((num_slots, 2), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-        gc: T.Tensor((num_tokens, num_v_heads), "float32"),
-        rk: T.Tensor((num_tokens, num_v_heads), "float32"),
+        rows: T.Tensor((4, num_v_heads, rows_len), "float32"),
         gva: T.int32,
     ):
         with T.Kernel(num_slots, gva, num_k_heads, threads=threads) as (cid, hr, hk):
@@ -175,9 +181,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     for i, j in T.Parallel(C, C):
                         if i == j:
                             rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
-                    for i in T.Parallel(C):
-                        if t0 + i < t_end:
-                            rk[t0 + i, hv] = rn_s[i]
                     # the row and column factors into registers once (per element they were 3 shared loads)
                     for i in T.Parallel(C):
                         rb_f[i] = beta_s[i] * rn_s[i]
@@ -276,9 +279,24 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     for i, j in T.Parallel(C, C):
                         if t0 + i < t_end:
                             a[t0 + i, hv, j] = ao_s[i, j]
+                # the fused kernel's per-token factors (its producer used to form them from G and 1/||k||); the
+                # chunk that ends the packed tokens also zeroes the padding T .. Tp - 1, which the fused
+                # kernel's TMA boxes read (a non-finite value there would reach the state through 0 x inf)
+                last = T.min(C, t_end - t0) - 1
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
-                        gc[t0 + i, hv] = gc_s[i]
+                        rows[0, hv, t0 + i] = gc_s[i]
+                        if use_l2norm:
+                            rows[1, hv, t0 + i] = rn_s[i]
+                            rows[2, hv, t0 + i] = T.exp2(gc_s[i] * LOG2E) * rn_s[i]
+                            rows[3, hv, t0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rn_s[i]
+                        else:
+                            rows[1, hv, t0 + i] = 1.0
+                            rows[2, hv, t0 + i] = T.exp2(gc_s[i] * LOG2E)
+                            rows[3, hv, t0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E)
+                    elif t_end == num_tokens and t0 + i < rows_len:
+                        for f in T.unroll(4):
+                            rows[f, hv, t0 + i] = 0.0
                 if a_store == "tma":
                     T.tma_store_wait()  # the staging tile must outlive the bulk store's reads
 

@@ -71,7 +71,9 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
     inp = make_inputs([100, 64, 3], H=2, HV=4, seed=19)
     k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
     g = inp["g"][0].float().contiguous()
-    a, gc, _ = kkt_solve(k, beta, g, chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0]), 4, False)
+    a, rows = kkt_solve(k, beta, g, chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0]), 4, False)
+    T = k.shape[0]
+    assert rows.shape == (4, 4, (T + 3) // 4 * 4) and not rows[:, :, T:].any()  # the TMA padding is zero
     kd, bd, gd = k.double(), beta.double(), g.double()
     for n in range(3):
         s, e = int(cu[n]), int(cu[n + 1])
@@ -83,7 +85,10 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
                 ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L) * bd[c0:c1, hv]
                 G = gd[c0:c1, hv].cumsum(0)
                 gate = torch.tril(torch.exp(G[:, None] - G[None, :]))
-                assert rel_l2(gc[c0:c1, hv], G) < 1e-5
+                assert rel_l2(rows[0, hv, c0:c1], G) < 1e-5
+                assert torch.equal(rows[1, hv, c0:c1], torch.ones_like(rows[1, hv, c0:c1]))  # 1/||k|| w/o l2norm
+                assert rel_l2(rows[2, hv, c0:c1], torch.exp(G)) < 1e-5
+                assert rel_l2(rows[3, hv, c0:c1], torch.exp(G[-1] - G)) < 1e-5
                 assert rel_l2(a[c0:c1, hv, : c1 - c0], ref * gate) < TOL
                 assert not a[c0:c1, hv, c1 - c0:].any()  # columns past the chunk's end are zero
 
@@ -173,7 +178,7 @@ def test_no_state_sized_intermediates():
     flashqla.chunk_gated_delta_rule(**inp)
     extra = torch.cuda.max_memory_allocated() - base
     T, HV = 8192, 8
-    needed = T * HV * 128 * 2 + T * HV * 64 * 2 + T * HV * 4  # o, the chunk inverses a, rk
+    needed = T * HV * 128 * 2 + T * HV * 64 * 2 + 4 * T * HV * 4  # o, the chunk inverses a, the factor rows
     per_chunk_states = (T // 64) * HV * 128 * 128 * 4         # what FLA's h would take
     assert extra <= needed + (1 << 20), f"forward allocated {extra} bytes, expected about {needed}"
     assert extra < per_chunk_states / 2

@@ -27,9 +27,9 @@ def test_kkt_solve_fake_shapes():
         k = torch.empty(100, 2, 128, dtype=torch.float16)
         beta = torch.empty(100, 6)
         table = torch.empty(4, 2, dtype=torch.int32)
-        a, gc, rk = ops.kkt_solve(k, beta, beta, table, 6, True)
-        assert a.shape == (100, 6, 64) and a.dtype == torch.float16 and rk.shape == (100, 6)
-        assert gc.shape == (100, 6) and gc.dtype == torch.float32
+        a, rows = ops.kkt_solve(k, beta, beta, table, 6, True)
+        assert a.shape == (100, 6, 64) and a.dtype == torch.float16
+        assert rows.shape == (4, 6, 100) and rows.dtype == torch.float32
 
 
 def test_layer_kernel_ops_fake_shapes():
@@ -181,8 +181,8 @@ def test_meta_tensors_take_the_op():
     k = torch.empty(100, 2, 128, dtype=torch.bfloat16, device="meta")
     beta = torch.empty(100, 6, device="meta")
     table = torch.empty(4, 2, dtype=torch.int32, device="meta")
-    a, gc, rk = ops.kkt_solve(k, beta, beta, table, 6, True)
-    assert a.device.type == "meta" and a.shape == (100, 6, 64) and gc.shape == rk.shape == (100, 6)
+    a, rows = ops.kkt_solve(k, beta, beta, table, 6, True)
+    assert a.device.type == "meta" and a.shape == (100, 6, 64) and rows.shape == (4, 6, 100)
     x = torch.empty(90, 128, dtype=torch.float16, device="meta")
     assert ops.gated_rmsnorm(x, x, torch.empty(128, dtype=torch.float16, device="meta"), 1e-6).shape == (90, 128)
 

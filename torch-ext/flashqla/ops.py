@@ -127,34 +127,38 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
 
 
 # --------------------------------------------------------------------------------------------- kkt_solve
+def rows_len(num_tokens):
+    """Token extent of kkt_solve's factor rows: T rounded up to a multiple of 4 (TMA needs 16-byte strides)."""
+    return (num_tokens + 3) // 4 * 4
+
+
 @kernel_op
 def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
-              use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+              use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Per chunk: A~ = ((I + strict_lower(diag(beta) K K^T))^-1 diag(beta)) (.) exp(G_r - G_s) (lower
-    triangle), G = the chunk-local cumsum of g; rk = 1/||k|| (l2norm only).
+    triangle), G = the chunk-local cumsum of g, and the fused kernel's per-token factors.
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
-    (k's dtype), gc = G [T, HV] fp32, rk [T, HV] fp32.
+    (k's dtype), rows [4, HV, rows_len(T)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
+    exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), token-contiguous; the padding is zero.
     """
     T, H, K = k.shape
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
-    gc = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
-    rk = _empty(T, num_v_heads, dtype=torch.float32, device=k.device)
+    rows = _empty(4, num_v_heads, rows_len(T), dtype=torch.float32, device=k.device)
     if T == 0:
-        return a, gc, rk
+        return a, rows
     k = _aligned(k)
     b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
-    _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=a, gc=gc, rk=rk,
-            gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads,
+    _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=a, rows=rows,
+            gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, rows_len=rows.shape[2],
             num_slots=chunk_table.shape[0])
-    return a, gc, rk
+    return a, rows
 
 
 @kkt_solve.register_fake
 def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     T = k.shape[0]
-    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(T, num_v_heads, dtype=torch.float32),
-            k.new_empty(T, num_v_heads, dtype=torch.float32))
+    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(4, num_v_heads, rows_len(T), dtype=torch.float32))
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
@@ -180,15 +184,15 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return o, ht
     q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
-    a, gc, rk = kkt_solve(k, beta, g, chunk_table, HV, use_l2norm)
+    a, rows = kkt_solve(k, beta, g, chunk_table, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
     b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
-    _launch(b, v.device, q=q, k=k, v=v, gc=gc, a=a, rk=rk, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
+    _launch(b, v.device, q=q, k=k, v=v, rows=rows, a=a, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
             scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
-            num_seqs_p1=cu_seqlens.numel())
+            rows_len=rows.shape[2], num_seqs_p1=cu_seqlens.numel())
     return o, ht
 
 
