@@ -3,9 +3,10 @@
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
-    rows       [4, HV, Tp]   fp32 per-token factors from kkt_solve, token-contiguous (one TMA box a chunk):
-                             G (the chunk-local cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||,
-                             uf = exp(G_last - G) / ||k||
+    rows       [4, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
+                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||, uf = exp(G_last - G) /
+                             ||k||; sequence n's tokens from row rows_start(n) = round_up(cu_seqlens[n], 4) + C n,
+                             each sequence followed by zero rows
     a          [T, HV, C]    gated inverse A~ = (A (.) Gamma), A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta),
                              from kkt_solve
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
@@ -112,10 +113,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     full_row = T.GemmWarpPolicy.FullRow
 
     @T.macro
-    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, hk, hv, v0, c):
+    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c):
         """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released, all by TMA:
-        q, k, v, a and the chunk's four factor rows (kkt_solve forms them; rows past a sequence's end come
-        from the next sequence or are TMA's zeros, and every reader masks them)."""
+        q, k, v, a and the chunk's four factor rows (kkt_solve forms them; rows past a sequence's end are
+        zeros, so d = 0 there)."""
         st = c % NS
         t0 = seq_start + c * C
         T.barrier_wait(empty[st], (c // NS + 1) % 2)
@@ -123,7 +124,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
         T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
-        T.tma_copy(rows[0:4, hv, t0:t0 + C], fac_s[st, :, :], barrier=full[st])
+        T.tma_copy(rows[0:4, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
         T.barrier_arrive(full[st])
 
     @T.macro
@@ -229,6 +230,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
             hk = hv // (num_v_heads // num_k_heads)
             seq_start = cu_seqlens[n]
+            # the sequence's first factor row (kkt_solve's layout, ops.rows_start: 16-byte aligned for TMA, and
+            # a gap of C zero rows after each sequence, so a partial last chunk's rows past the end read zeros)
+            rows0 = T.alloc_var("int32")
+            rows0 = (seq_start + 3) // 4 * 4 + C * n
             seq_end = cu_seqlens[n + 1]
             n_chunks = T.ceildiv(seq_end - seq_start, C)
 
@@ -311,7 +316,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.wait_wgmma(0)
                     for i, j in T.Parallel(BV, C):
                         vn_b[i, j] = z_f[i, j]
-                        w_b[i, j] = z_f[i, j] * T.if_then_else(t0 + j < seq_end, fac_s[st, 3, j], 0.0)
+                        w_b[i, j] = z_f[i, j] * fac_s[st, 3, j]
                     T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
                     T.barrier_wait(p_ready[pb], (c // 2) % 2)
                     for i, j in T.Parallel(BV, C):
@@ -336,7 +341,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 # the producer (first warp) loads chunk c into stage c % NS, NS - 1 chunks ahead of P's chunk
                 for c0 in T.unroll(NS - 1):
                     if tx < ST + 32 and c0 < n_chunks:
-                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, hk, hv, v0, c0)
+                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c0)
                 if AUX_UNROLL == 2:
                     for c2 in T.serial(T.ceildiv(n_chunks, 2)):
                         for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
@@ -346,13 +351,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                        empty, p_ready, p_used, seq_start, seq_end, scale, c)
                                 if tx < ST + 32 and c + NS - 1 < n_chunks:
                                     load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
-                                               hk, hv, v0, c + NS - 1)
+                                               rows0, hk, hv, v0, c + NS - 1)
                 else:
                     for c in T.serial(n_chunks):
                         form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
                                p_ready, p_used, seq_start, seq_end, scale, c)
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
-                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, hk, hv,
-                                       v0, c + NS - 1)
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c + NS - 1)
 
     return chunk_fwd

@@ -5,14 +5,16 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
     k            [T, H, K]   bf16/fp16, key head of value head hv is hv // (HV // H)
     beta         [T, HV]     fp32
     g            [T, HV]     fp32 per-token log decay (<= 0)
-    chunk_table  [S, 2]      int32, per chunk slot (t0, t_end): its first token and its sequence's end
-                             (t0 = t_end = 0 for the slots past the last chunk); S = T // C + N + 1, the grid
+    chunk_table  [S, 3]      int32, per chunk slot (t0, t_end, r0): its first token, its sequence's end and
+                             the row of `rows` that holds t0's factors (zeros for the slots past the last
+                             chunk); S = T // C + N + 1, the grid
     gva                      int32, HV // H (value heads a key head serves)
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :]
-    rows         [4, HV, Tp] fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
-                             chunk's four rows by one TMA copy (Tp = T rounded up to a multiple of 4, TMA's
-                             16-byte stride rule; tokens T .. Tp - 1 are written as zeros):
+    rows         [4, HV, R]  fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
+                             chunk's four rows by one TMA box: sequence n's tokens from row
+                             round_up(cu_seqlens[n], 4) + C n (a box must start 16-byte aligned), and the rows
+                             after a sequence's last token up to its chunk's end written as zeros:
                   rows[0]    G, the cumsum of g from the start of the token's chunk
                   rows[1]    rk = 1 / ||k_t|| (use_l2norm; else 1)
                   rows[2]    wf = exp(G_t) rk_t, the column factor of S^T K^T in W^T
@@ -122,7 +124,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         beta: T.Tensor((num_tokens, num_v_heads), "float32"),
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
-        chunk_table: T.Tensor((num_slots, 2), "int32"),
+        chunk_table: T.Tensor((num_slots, 3), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         rows: T.Tensor((4, num_v_heads, rows_len), "float32"),
         gva: T.int32,
@@ -160,6 +162,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             hv = hk * gva + hr
             t0 = chunk_table[cid, 0]
             t_end = chunk_table[cid, 1]
+            r0 = chunk_table[cid, 2]
             tx = T.get_thread_binding()
 
             if t0 < t_end:
@@ -279,24 +282,23 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     for i, j in T.Parallel(C, C):
                         if t0 + i < t_end:
                             a[t0 + i, hv, j] = ao_s[i, j]
-                # the fused kernel's per-token factors (its producer used to form them from G and 1/||k||); the
-                # chunk that ends the packed tokens also zeroes the padding T .. Tp - 1, which the fused
-                # kernel's TMA boxes read (a non-finite value there would reach the state through 0 x inf)
+                # the fused kernel's per-token factors (its producer used to form them from G and 1/||k||),
+                # the whole chunk box: rows past the sequence's end are zeros (d = 0 removes those tokens)
                 last = T.min(C, t_end - t0) - 1
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
-                        rows[0, hv, t0 + i] = gc_s[i]
+                        rows[0, hv, r0 + i] = gc_s[i]
                         if use_l2norm:
-                            rows[1, hv, t0 + i] = rn_s[i]
-                            rows[2, hv, t0 + i] = T.exp2(gc_s[i] * LOG2E) * rn_s[i]
-                            rows[3, hv, t0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rn_s[i]
+                            rows[1, hv, r0 + i] = rn_s[i]
+                            rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E) * rn_s[i]
+                            rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rn_s[i]
                         else:
-                            rows[1, hv, t0 + i] = 1.0
-                            rows[2, hv, t0 + i] = T.exp2(gc_s[i] * LOG2E)
-                            rows[3, hv, t0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E)
-                    elif t_end == num_tokens and t0 + i < rows_len:
+                            rows[1, hv, r0 + i] = 1.0
+                            rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E)
+                            rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E)
+                    else:
                         for f in T.unroll(4):
-                            rows[f, hv, t0 + i] = 0.0
+                            rows[f, hv, r0 + i] = 0.0
                 if a_store == "tma":
                     T.tma_store_wait()  # the staging tile must outlive the bulk store's reads
 

@@ -29,7 +29,7 @@ def test_kkt_solve_fake_shapes():
         table = torch.empty(4, 2, dtype=torch.int32)
         a, rows = ops.kkt_solve(k, beta, beta, table, 6, True)
         assert a.shape == (100, 6, 64) and a.dtype == torch.float16
-        assert rows.shape == (4, 6, 100) and rows.dtype == torch.float32
+        assert rows.shape == (4, 6, 100 + 64 * (4 - 100 // 64 - 1)) and rows.dtype == torch.float32
 
 
 def test_layer_kernel_ops_fake_shapes():
@@ -65,15 +65,19 @@ def test_chunk_offsets():
 
 
 def test_chunk_table():
-    """kkt_solve's slots: (first token, sequence end) per chunk in order, empty sequences skipped, (0, 0) after
-    the last chunk; T // 64 + N + 1 slots (the kernel's grid, from shapes alone)."""
+    """kkt_solve's slots: (first token, sequence end, factor row of the first token) per chunk in order, empty
+    sequences skipped, zeros after the last chunk; T // 64 + N + 1 slots (the kernel's grid, from shapes
+    alone). Sequence n's factor rows start at round_up(cu_seqlens[n], 4) + 64 n (aligned for TMA, a chunk's
+    gap of zero rows after each sequence)."""
     cu = torch.tensor([0, 0, 50, 114, 300], dtype=torch.int32)
     table = ops.chunk_table_for(cu, ops.chunk_offsets_for(cu), 300)
-    assert table.dtype == torch.int32 and table.shape == (300 // 64 + 4 + 1, 2)
-    assert table.tolist() == [[0, 50], [50, 114], [114, 300], [178, 300], [242, 300], [0, 0], [0, 0], [0, 0], [0, 0]]
+    assert table.dtype == torch.int32 and table.shape == (300 // 64 + 4 + 1, 3)
+    assert table.tolist() == [[0, 50, 64], [50, 114, 180], [114, 300, 308], [178, 300, 372], [242, 300, 436],
+                              [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    assert ops.rows_len(300, 4) >= 436 + 64  # the last chunk's box fits
     fixed = torch.arange(3, dtype=torch.int32) * 128
     assert ops.chunk_table_for(fixed, ops.chunk_offsets_for(fixed), 256).tolist() == [
-        [0, 128], [64, 128], [128, 256], [192, 256], [0, 0], [0, 0], [0, 0]]
+        [0, 128, 0], [64, 128, 64], [128, 256, 192], [192, 256, 256], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
     empty = torch.zeros(3, dtype=torch.int32)  # every sequence empty: no chunk to solve
     assert not ops.chunk_table_for(empty, ops.chunk_offsets_for(empty), 0).any()
 
@@ -82,8 +86,8 @@ def test_chunk_table_cached_per_offsets():
     cu, off = dispatch.packed_seqlens(None, 2, 200, torch.device("cpu"))
     t1 = dispatch.kkt_chunk_table(cu, off, 400)
     assert dispatch.kkt_chunk_table(cu, off, 400) is t1
-    assert t1.tolist()[:8] == [[0, 200], [64, 200], [128, 200], [192, 200], [200, 400], [264, 400], [328, 400],
-                               [392, 400]]
+    assert t1.tolist()[:8] == [[0, 200, 0], [64, 200, 64], [128, 200, 128], [192, 200, 192], [200, 400, 264],
+                               [264, 400, 328], [328, 400, 392], [392, 400, 456]]
 
 
 def test_packed_seqlens_cached_and_checked():
@@ -182,7 +186,7 @@ def test_meta_tensors_take_the_op():
     beta = torch.empty(100, 6, device="meta")
     table = torch.empty(4, 2, dtype=torch.int32, device="meta")
     a, rows = ops.kkt_solve(k, beta, beta, table, 6, True)
-    assert a.device.type == "meta" and a.shape == (100, 6, 64) and rows.shape == (4, 6, 100)
+    assert a.device.type == "meta" and a.shape == (100, 6, 64) and rows.shape == (4, 6, 100 + 64 * 2)
     x = torch.empty(90, 128, dtype=torch.float16, device="meta")
     assert ops.gated_rmsnorm(x, x, torch.empty(128, dtype=torch.float16, device="meta"), 1e-6).shape == (90, 128)
 

@@ -112,9 +112,10 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
 
 def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_tokens: int,
                     chunk: int = CHUNK) -> torch.Tensor:
-    """kkt_solve's chunk slots: int32 [num_tokens // chunk + N + 1, 2], row s = (first token of chunk s,
-    end of its sequence), (0, 0) for the slots past the last chunk. Computed on the device from the two
-    int32 [N+1] tensors (no sync); the slot count depends on shapes only, so it is the kernel's grid."""
+    """kkt_solve's chunk slots: int32 [num_tokens // chunk + N + 1, 3], row s = (first token t0 of chunk s,
+    end of its sequence, the factor row of t0 (:func:`rows_start` of its sequence + t0 - its first token)),
+    zeros for the slots past the last chunk. Computed on the device from the two int32 [N+1] tensors (no
+    sync); the slot count depends on shapes only, so it is the kernel's grid."""
     slots = torch.arange(num_tokens // chunk + cu_seqlens.shape[0], dtype=torch.int32, device=cu_seqlens.device)
     # seq in [0, N]: the last n with chunk_offsets[n] <= slot (N for the slots past the last chunk, which
     # the padded copy of cu_seqlens lets index n + 1 without a branch on N)
@@ -123,13 +124,22 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     valid = slots < chunk_offsets[-1]
     t0 = torch.where(valid, cu_seqlens[seq] + (slots - chunk_offsets[seq]) * chunk, 0)
     t_end = torch.where(valid, ends[seq + 1], 0)
-    return torch.stack([t0, t_end], 1).to(torch.int32).contiguous()
+    r0 = torch.where(valid, rows_start(cu_seqlens[seq], seq, chunk) + (slots - chunk_offsets[seq]) * chunk, 0)
+    return torch.stack([t0, t_end, r0], 1).to(torch.int32).contiguous()
+
+
+def rows_start(seq_start, n, chunk: int = CHUNK):
+    """First row of sequence n in kkt_solve's factor rows: its first token rounded up to a multiple of 4 (a TMA
+    box starts 16-byte aligned) plus a gap of `chunk` rows per earlier sequence (a partial last chunk's box
+    reads zeros past its end). chunk_fwd computes the same from cu_seqlens[n] and n."""
+    return (seq_start + 3) // 4 * 4 + chunk * n
 
 
 # --------------------------------------------------------------------------------------------- kkt_solve
-def rows_len(num_tokens):
-    """Token extent of kkt_solve's factor rows: T rounded up to a multiple of 4 (TMA needs 16-byte strides)."""
-    return (num_tokens + 3) // 4 * 4
+def rows_len(num_tokens, num_seqs):
+    """Row extent of kkt_solve's factor rows: room for every sequence at its :func:`rows_start` and its last
+    chunk's box, a multiple of 4 (TMA needs 16-byte strides)."""
+    return (num_tokens + 3) // 4 * 4 + CHUNK * num_seqs
 
 
 @kernel_op
@@ -139,12 +149,15 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     triangle), G = the chunk-local cumsum of g, and the fused kernel's per-token factors.
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
-    (k's dtype), rows [4, HV, rows_len(T)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
-    exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), token-contiguous; the padding is zero.
+    (k's dtype), rows [4, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
+    exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), sequence n's tokens from row
+    :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
+    N is read off the table's shape (T // 64 + N + 1 slots).
     """
     T, H, K = k.shape
+    N = chunk_table.shape[0] - T // CHUNK - 1
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
-    rows = _empty(4, num_v_heads, rows_len(T), dtype=torch.float32, device=k.device)
+    rows = _empty(4, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
     if T == 0:
         return a, rows
     k = _aligned(k)
@@ -158,7 +171,8 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
 @kkt_solve.register_fake
 def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     T = k.shape[0]
-    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(4, num_v_heads, rows_len(T), dtype=torch.float32))
+    N = chunk_table.shape[0] - T // CHUNK - 1
+    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(4, num_v_heads, rows_len(T, N), dtype=torch.float32))
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
