@@ -245,6 +245,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
             # (column factor of Vn^T in S^T; rows past the sequence's end are masked to 0 where it is read)
             fac_s = T.alloc_shared((NS, 4, C), acc)
+            fac_flat = T.view(fac_s, (NS * 4 * C,), acc)
             # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
             p_s = T.alloc_shared((2, C, C), dtype)
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
@@ -271,6 +272,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             rr_f = T.alloc_fragment((C,), acc)        # scale / ||q|| by row
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
             gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
+            gl_row = T.alloc_var("int32")               # flat index of the chunk's last G in fac_s
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
@@ -310,7 +312,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         for i, j in T.Parallel(BV, C):
                             w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
                     T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
-                    gl = T.exp2(fac_s[st, 0, T.min(C, seq_end - t0) - 1] * LOG2E)
+                    # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
+                    # index to int64, a 64-bit c % 3 on the state's path every chunk)
+                    gl_row = st * (4 * C) + T.min(C, seq_end - t0) - 1
+                    gl = T.exp2(fac_flat[gl_row] * LOG2E)
                     for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                         st_f[i, j] = st_f[i, j] * gl
                     T.wait_wgmma(0)
