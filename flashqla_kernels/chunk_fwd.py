@@ -26,7 +26,8 @@ With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its chu
 are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
 Rows past the end of a sequence: a and v arrive by TMA from the next sequence's rows (finite: every row of
 a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn columns are finite values that
-d = 0 removes from the state and the masked Gamma removes from O; they are never stored.
+d = 0 (kkt_solve's zero factor rows past each sequence) removes from the state and the masked Gamma removes
+from O; they are never stored.
 
 Tile plan: one CTA per (sequence, value head, V block of `block_v`), block_v / 64 "state" warpgroups and one
 auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
@@ -34,7 +35,7 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
                 has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
                 (k, q, A~, P): Z^T = S^T K^T, then (defer_o_store) the previous chunk's O^T leaves while it
-                runs, then S^T Q^T, W^T on the CUDA cores while S^T Q^T runs, Vn^T = W^T A~^T, then
+                runs, then S^T Q^T, W^T on the CUDA cores (V^T by ldmatrix.trans) while S^T Q^T runs, Vn^T = W^T A~^T, then
                 S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never goes through shared memory; O^T
                 leaves through a swizzled shared tile by one TMA store a chunk (masked 16-byte row stores for a
                 sequence's partial last chunk).
@@ -46,7 +47,9 @@ The loads run num_stages - 1 chunks ahead; mbarriers hand stages and P between t
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
 a fence waits for every memory operation of its thread and the pass put one before every chunk's first wgmma):
-one after the auxiliary warpgroup's P stores, one after the state's o_s stores before the TMA store.
+one after the auxiliary warpgroup's P stores, one after the state's o_s stores before the TMA store. So are the
+CTA barriers (specs.manual_syncs: TileLang's sync pass cannot see the mbarriers): named barriers around o_s (state
+warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through an mbarrier.
 """
 
 
