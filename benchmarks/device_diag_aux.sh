@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Diagnostic (session 11): time the kept build against two builds with work removed from chunk_fwd's auxiliary
-# warpgroup (wrong outputs, timing only): d1 = the producer without its per-row factor work (results/.../diag_d1.patch),
-# d2 = P without its Q K^T product (diag_d2.patch). Carry .device, .device-bins, .device-bins-d1, .device-bins-d2.
+# warpgroup (wrong outputs, timing only): d1 = the producer without its per-row factor work (results/2026-11-24-h200-s11/diag_aux/diag_d1.patch),
+# d2 = P without its Q K^T product (diag_aux/diag_d2.patch). Carry .device, .device-bins, .device-bins-d1, .device-bins-d2.
 source benchmarks/device_env.sh >/dev/null 2>&1
 for d in d1 d2; do rm -rf /tmp/$d && mkdir -p /tmp/$d && tar xJf .device-bins-$d/torch-cuda.tar.xz -C /tmp/$d; done
 ROWS=397B-TP1/8192x4,27B-TP1/16384+16384,35B-TP1/8192x4,27B-TP1/1x32768
