@@ -246,7 +246,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             v_s = T.alloc_shared((NS, C, BV), dtype)
             a_s = T.alloc_shared((NS, C, C), dtype)
             # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
-            # (column factor of Vn^T in S^T; rows past the sequence's end are masked to 0 where it is read)
+            # (column factor of Vn^T in S^T); kkt_solve's rows, zero past the sequence's end
             fac_s = T.alloc_shared((NS, 4, C), acc)
             fac_flat = T.view(fac_s, (NS * 4 * C,), acc)
             # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)

@@ -287,15 +287,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 last = T.min(C, t_end - t0) - 1
                 for i in T.Parallel(C):
                     if t0 + i < t_end:
+                        rk_i = rn_s[i] if use_l2norm else 1.0  # 1/||k_i||, or 1 without the in-kernel norm
                         rows[0, hv, r0 + i] = gc_s[i]
-                        if use_l2norm:
-                            rows[1, hv, r0 + i] = rn_s[i]
-                            rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E) * rn_s[i]
-                            rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rn_s[i]
-                        else:
-                            rows[1, hv, r0 + i] = 1.0
-                            rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E)
-                            rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E)
+                        rows[1, hv, r0 + i] = rk_i
+                        rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E) * rk_i
+                        rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rk_i
                     else:
                         for f in T.unroll(4):
                             rows[f, hv, r0 + i] = 0.0

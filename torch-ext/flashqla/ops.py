@@ -136,6 +136,11 @@ def rows_start(seq_start, n, chunk: int = CHUNK):
 
 
 # --------------------------------------------------------------------------------------------- kkt_solve
+def _seqs_of_table(chunk_table, num_tokens):
+    """N from the chunk table's shape alone (:func:`chunk_table_for` has num_tokens // 64 + N + 1 slots)."""
+    return chunk_table.shape[0] - num_tokens // CHUNK - 1
+
+
 def rows_len(num_tokens, num_seqs):
     """Row extent of kkt_solve's factor rows: room for every sequence at its :func:`rows_start` and its last
     chunk's box, a multiple of 4 (TMA needs 16-byte strides)."""
@@ -152,10 +157,9 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     (k's dtype), rows [4, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
     exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), sequence n's tokens from row
     :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
-    N is read off the table's shape (T // 64 + N + 1 slots).
     """
     T, H, K = k.shape
-    N = chunk_table.shape[0] - T // CHUNK - 1
+    N = _seqs_of_table(chunk_table, T)
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
     rows = _empty(4, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
     if T == 0:
@@ -171,7 +175,7 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
 @kkt_solve.register_fake
 def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     T = k.shape[0]
-    N = chunk_table.shape[0] - T // CHUNK - 1
+    N = _seqs_of_table(chunk_table, T)
     return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(4, num_v_heads, rows_len(T, N), dtype=torch.float32))
 
 
