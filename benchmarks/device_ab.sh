@@ -44,6 +44,13 @@ for variant in $VARIANTS; do
     --rep 50 --breakdown --out "$R/ab_$variant.json" 2>&1 | grep -E "reference|^flashqla" | sed "s/^/[$variant] /"
   keep
 done
+# ACCURACY=1: benchmarks/accuracy.py (errors against float64) for the new build, then the old
+if [ "${ACCURACY:-0}" = 1 ]; then
+  timeout 200 python benchmarks/accuracy.py --out "$R/accuracy_new.json" > "$R/accuracy_new.txt" 2>&1; tail -8 "$R/accuracy_new.txt"
+  PYTHONPATH=/tmp/oldpkg:$PYTHONPATH FLASHQLA_BINARIES_DIR=/tmp/old/torch-cuda/_binaries timeout 200 \
+    python benchmarks/accuracy.py --out "$R/accuracy_old.json" > "$R/accuracy_old.txt" 2>&1; tail -8 "$R/accuracy_old.txt"
+  keep
+fi
 # PROFILE=1: the new build's $PROFILE_KERNEL (default chunk_fwd) under Nsight Compute (source counters, reference row) and its SASS
 if [ "${PROFILE:-0}" = 1 ]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
