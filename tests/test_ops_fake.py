@@ -138,12 +138,13 @@ def test_packed_seqlens_traced_under_compile():
 
 
 def test_block_v_rule(monkeypatch):
-    """V block 64 only while both halves fit in one wave, or for short sequences with fewer pairs than SMs."""
+    """V block 64 only while both halves fit in one wave (2 x pairs <= SMs), whatever the sequence lengths."""
     monkeypatch.delenv("FLASHQLA_BLOCK_V", raising=False)
     assert dispatch.choose_block_v(64, 132) == 64          # 2 x 64 <= 132
-    assert dispatch.choose_block_v(128, 132) == 128        # long sequences: a second wave would double the time
-    assert dispatch.choose_block_v(128, 132, short_seqs=True) == 64
-    assert dispatch.choose_block_v(256, 132, short_seqs=True) == 128
+    assert dispatch.choose_block_v(66, 132) == 64
+    assert dispatch.choose_block_v(67, 132) == 128         # a second wave of 64-blocks costs more than 128's chain
+    assert dispatch.choose_block_v(128, 132) == 128
+    assert dispatch.choose_block_v(256, 132) == 128
     monkeypatch.setenv("FLASHQLA_BLOCK_V", "64")
     assert dispatch.choose_block_v(1000, 132) == 64
 

@@ -200,28 +200,21 @@ def kkt_chunk_table(cu: torch.Tensor, off: torch.Tensor, T: int) -> torch.Tensor
     return hit if hit is not None else _weak_store(_TABLE_CACHE, off, T, chunk_table_for(cu, off, T))
 
 
-SHORT_SEQ_CHUNKS = 32  # sequences of at most this many 64-token chunks on average count as short
-
-
-def choose_block_v(num_pairs: int, sms: int, short_seqs: bool = False) -> int:
+def choose_block_v(num_pairs: int, sms: int) -> int:
     """V columns a fused-forward CTA owns: 64 (two CTAs per (sequence, head)) or 128.
 
     The fused kernel runs one CTA per SM, each walking its sequence's chunks. A V block of 64 halves each
-    CTA's chain but doubles the CTAs: it wins when both halves still fit in one wave (2 x pairs <= SMs),
-    and, measured, on short sequences (``short_seqs``: at most SHORT_SEQ_CHUNKS chunks on average) with
-    fewer pairs than SMs. With long sequences and SMs / 2 < pairs < SMs the second wave would double the
-    time, so 128. FLASHQLA_BLOCK_V=64|128 forces a choice (:func:`forced_block_v`). Under torch.compile
-    ``num_pairs`` may be symbolic: the comparisons become guards (a new batch size recompiles only when it
-    crosses a bound).
+    CTA's work a chunk (~1.5 vs ~2.4 us a chunk on an H200) but doubles the CTAs, so it wins only while
+    both halves fit in one wave (2 x pairs <= SMs); past that, 128 was as fast or faster on every row of
+    DESIGN.md's grid, short sequences included (`benchmarks/blockv_graph.py`, GPU time by CUDA graph
+    replay, results/2026-11-24-h200-s12/blockv_graph). FLASHQLA_BLOCK_V=64|128 forces a choice
+    (:func:`forced_block_v`). Under torch.compile ``num_pairs`` may be symbolic: the comparison becomes a
+    guard (a new batch size recompiles only when it crosses the bound).
     """
     forced = forced_block_v("FLASHQLA_BLOCK_V")
     if forced:
         return forced
-    if 2 * num_pairs <= sms:
-        return 64
-    if num_pairs < sms and short_seqs:
-        return 64
-    return 128
+    return 64 if 2 * num_pairs <= sms else 128
 
 
 def _packed(problem, q, k, v, g, beta, initial_state):
@@ -261,7 +254,7 @@ def _plan(op, problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel)
     pairs = problem.N * problem.HV
     if op == "recurrent":
         return True, choose_recurrent_block_v(pairs, sms)
-    return True, choose_block_v(pairs, sms, problem.B * problem.T <= SHORT_SEQ_CHUNKS * 64 * problem.N)
+    return True, choose_block_v(pairs, sms)
 
 
 def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,
