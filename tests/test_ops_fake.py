@@ -176,7 +176,7 @@ def test_plan_traces_without_graph_break_for_new_batch_sizes(monkeypatch):
         g = torch.zeros(B, T, 4)
         assert compiled(q, v, g).item() == plan(q, v, g).item(), (B, T)
     assert dict(counters["graph_break"]) == {}
-    # 8 / 12 pairs fit one wave at 64; 64 short pairs -> 64; 160 pairs -> 128
+    # 8 / 64 pairs: both halves fit one wave (2 x pairs <= 132) -> 64; 160 pairs -> 128
     assert [plan(torch.zeros(B, T, 1, 128, dtype=torch.bfloat16), torch.zeros(B, T, 4, 128, dtype=torch.bfloat16),
                  torch.zeros(B, T, 4)).item() for B, T in ((2, 4096), (16, 64), (40, 64))] == [64, 64, 128]
 

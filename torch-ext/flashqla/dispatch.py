@@ -32,6 +32,11 @@ _CU_CACHE: dict[int, tuple] = {}
 _FIXED_CACHE: dict[tuple, tuple] = {}
 _FIXED_CACHE_SIZE = 64
 _MAX_GRID_Y = 65535  # CUDA's grid y limit: the kernels put sequences on grid y
+# Host-side caches of facts that cannot change while a process runs (the eager path asks them every call):
+# (op, device, dtype, use_l2norm) keys the kernels served (declines are not cached: they warn once and
+# take the reference anyway), and SM counts per device.
+_SERVED: set[tuple] = set()
+_SM_COUNTS: dict[torch.device, int] = {}
 
 
 def device_supported(device: torch.device) -> tuple[bool, str]:
@@ -94,6 +99,9 @@ def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, use_l2norm: b
     (:func:`_plan`), where it becomes a guard, not a constant (sizes may be symbolic). Autograd is checked
     by the caller too.
     """
+    key = (op, device, dtype, bool(use_l2norm))
+    if key in _SERVED:  # eager calls: a CUDA device the kernels served once keeps being served
+        return None
     why = _static_decline_reason(device, dtype)
     if why is None and op == "recurrent" and not all(
             has_binary("recurrent_fwd", (("dtype", _DTYPE_NAMES[dtype]), ("use_l2norm", bool(use_l2norm)),
@@ -101,13 +109,18 @@ def kernel_plan(op: str, device: torch.device, dtype: torch.dtype, use_l2norm: b
         why = "no prebuilt recurrent_fwd binary (rebuild with `python -m flashqla_kernels.build`)"
     if why is not None:
         warn_once(f"{op}:{why}", f"flashqla: {_OP_NAMES[op]} runs on the reference: {why}")
+    elif device.type == "cuda":
+        _SERVED.add(key)
     return why
 
 
 @torch.compiler.assume_constant_result
 def sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of ``device`` (a constant under torch.compile)."""
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    """Streaming multiprocessors of ``device`` (a constant under torch.compile; cached per device)."""
+    n = _SM_COUNTS.get(device)
+    if n is None:
+        n = _SM_COUNTS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return n
 
 
 @torch.compiler.assume_constant_result

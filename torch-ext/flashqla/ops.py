@@ -64,12 +64,18 @@ def _aligned(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     return t if t is None or t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format)
 
 
+# the raw cudaStream_t of torch's current stream (the capture stream under CUDA graph capture) without a
+# torch.cuda.Stream object per call; the public call where this torch lacks it
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
 def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
     """Launch with arguments given by the names of the generated `call` signature (see the manifest)."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     binary.ensure_init(index)
     args = [named[name].data_ptr() if is_ptr else named[name] for name, is_ptr in binary.arg_ptrs]
-    binary(*args, stream=torch.cuda.current_stream(index).cuda_stream)
+    binary(*args, stream=_raw_stream(index))
 
 
 def _dense(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:

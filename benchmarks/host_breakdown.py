@@ -1,0 +1,88 @@
+"""Where the host time of one flashqla forward goes: inclusive microseconds per call of each step.
+
+python benchmarks/host_breakdown.py [--out r.json] [--tag name]
+Wraps the steps of the launch path (validation, the plan, the cu_seqlens caches, packing, allocation,
+each launch) with perf_counter accumulators, runs the forward on short rows (the GPU queue is drained
+every 20 calls, so a launch never waits for queue space), and prints each step's share. The package
+imported is whichever `flashqla` is first on the path, so two versions compare in one process each.
+"""
+
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, make_inputs  # noqa: E402
+
+ROWS = [("2B-TP1", "1x2048"), ("397B-TP4", "1024x8"), ("397B-TP1", "1024x8")]
+STEPS = [("api", "validate_inputs"), ("api", "try_chunk_forward"), ("dispatch", "_plan"), ("dispatch", "kernel_plan"),
+         ("dispatch", "sm_count"), ("dispatch", "packed_seqlens"), ("dispatch", "kkt_chunk_table"),
+         ("dispatch", "_packed"), ("ops", "chunk_fwd"), ("ops", "kkt_solve"), ("ops", "_launch"),
+         ("ops", "_state_outputs"), ("loader", "Binary.__call__")]
+acc = collections.Counter()
+
+
+def wrap(mod, name):
+    owner, attr = (getattr(mod, name.split(".")[0]), name.split(".")[1]) if "." in name else (mod, name)
+    fn = getattr(owner, attr, None)
+    if fn is None:
+        return
+
+    def timed(*a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            acc[name] += time.perf_counter() - t
+
+    for keep in ("op", "register_fake"):
+        if hasattr(fn, keep):
+            setattr(timed, keep, getattr(fn, keep))
+    setattr(owner, attr, timed)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--calls", type=int, default=600)
+    args = ap.parse_args()
+    import importlib
+
+    import flashqla
+    for modname, name in STEPS:
+        wrap(importlib.import_module(f"flashqla.{modname}"), name)
+    out = {"tag": args.tag, "flashqla_path": os.path.dirname(flashqla.__file__), "rows": []}
+    for head, seqs in ROWS:
+        H, HV = HEAD_CONFIGS[head]
+        inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+        for _ in range(30):
+            flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+        torch.cuda.synchronize()
+        acc.clear()
+        total = 0.0
+        for i in range(args.calls):
+            t = time.perf_counter()
+            flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+            total += time.perf_counter() - t
+            if i % 20 == 19:
+                torch.cuda.synchronize()
+        n = args.calls
+        row = {"head": head, "seqs": seqs, "forward_us": 1e6 * total / n,
+               "steps_us": {k: 1e6 * v / n for k, v in acc.items()}}
+        out["rows"].append(row)
+        print(f"[{args.tag}] {head} {seqs}: forward {row['forward_us']:.1f} us/call; "
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["steps_us"].items(), key=lambda kv: -kv[1])),
+              flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
