@@ -44,9 +44,13 @@ for variant in $VARIANTS; do
     --rep 50 --breakdown --out "$R/ab_$variant.json" 2>&1 | grep -E "reference|^flashqla" | sed "s/^/[$variant] /"
   keep
 done
-# ACCURACY=1: benchmarks/accuracy.py (errors against float64) for the new build, then the old
+# ACCURACY=1: benchmarks/accuracy.py (errors against float64) for the new build, the alt variant if any, then the old
 if [ "${ACCURACY:-0}" = 1 ]; then
   timeout 200 python benchmarks/accuracy.py --out "$R/accuracy_new.json" > "$R/accuracy_new.txt" 2>&1; tail -8 "$R/accuracy_new.txt"
+  if [ "$VARIANTS" != "new old new2 old2" ]; then
+    env ${ALT_ENV:-} FLASHQLA_BINARIES_DIR=$ALT_BINS timeout 200 python benchmarks/accuracy.py --out "$R/accuracy_alt.json" \
+      > "$R/accuracy_alt.txt" 2>&1; tail -8 "$R/accuracy_alt.txt"
+  fi
   PYTHONPATH=/tmp/oldpkg:$PYTHONPATH FLASHQLA_BINARIES_DIR=/tmp/old/torch-cuda/_binaries timeout 200 \
     python benchmarks/accuracy.py --out "$R/accuracy_old.json" > "$R/accuracy_old.txt" 2>&1; tail -8 "$R/accuracy_old.txt"
   keep
