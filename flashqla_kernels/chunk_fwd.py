@@ -147,7 +147,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                           T.address_of(vt_b[64 * (tx // 128) + 16 * ((tx % 128) // 32) + lane // 4, 16 * m]))
 
     @T.macro
-    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty, p_ready,
+    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
                p_used, seq_start, seq_end, scale, c):
         """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
         the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
@@ -178,19 +178,20 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
             T.sync_threads(AUX_BARRIER_ID, 128)
             for i in T.Parallel(C):
-                gr_f[i] = fac_s[st, 0, i] * LOG2E
-                rr_f[i] = rq_s[i]
+                gr_f[i] = fac_s[st, 0, i] * LOG2E + T.log2(rq_s[i])
         else:
             for i in T.Parallel(C):
-                gr_f[i] = fac_s[st, 0, i] * LOG2E
-                rr_f[i] = scale
-        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+                gr_f[i] = fac_s[st, 0, i] * LOG2E + T.log2(scale)
+        # the row factor (scale / ||q_i||) rides in the exponent (gr_i = log2(gamma_i scale / ||q_i||)): one
+        # FMUL and a reload of `scale` less an element. P goes to registers in the input dtype first and to
+        # shared memory by a copy in pairs (the element loop's exp2 kept it from vectorising: 2-byte stores),
+        # so only that copy waits for the state to release P's buffer.
         for i, j in T.Parallel(C, C):
-            p_s[pb, i, j] = T.if_then_else(
-                (j <= i) & (t0 + i < seq_end),
-                p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]) * rr_f[i], 0.0)
+            pb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]), 0.0)
+        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+        T.copy(pb_f, p_s[pb, :, :])
         for i in T.Parallel(C):
-            of_s[pb, i] = T.exp2(gr_f[i]) * rr_f[i]
+            of_s[pb, i] = T.exp2(gr_f[i])
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
         T.barrier_arrive(p_ready[pb])
         T.barrier_arrive(empty[st])
@@ -271,8 +272,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             p_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, QNORM_SLICE), acc)
             qn_f = T.alloc_fragment((C,), acc)
-            gr_f = T.alloc_fragment((C,), acc)        # log2-scaled G by row of P
-            rr_f = T.alloc_fragment((C,), acc)        # scale / ||q|| by row
+            gr_f = T.alloc_fragment((C,), acc)        # log2(gamma scale / ||q||) by row of P
+            pb_f = T.alloc_fragment((C, C), dtype)    # P in the input dtype, before its copy to p_s
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
             gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
             gl_row = T.alloc_var("int32")               # flat index of the chunk's last G in fac_s
@@ -355,14 +356,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
                             c = 2 * c2 + par
                             if c < n_chunks:
-                                form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full,
+                                form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                        empty, p_ready, p_used, seq_start, seq_end, scale, c)
                                 if tx < ST + 32 and c + NS - 1 < n_chunks:
                                     load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
                                                rows0, hk, hv, v0, c + NS - 1)
                 else:
                     for c in T.serial(n_chunks):
-                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, rr_f, gq_f, full, empty,
+                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty,
                                p_ready, p_used, seq_start, seq_end, scale, c)
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
                             load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
