@@ -39,8 +39,10 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
                 S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never goes through shared memory; O^T
                 leaves through a swizzled shared tile by one TMA store a chunk (masked 16-byte row stores for a
                 sequence's partial last chunk).
-    aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (bf16, double-buffered in
-                shared memory) and the output's row factor gamma_r / ||q_r||; then its first warp is the
+    aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (the row factor scale / ||q_r||
+                in the exponent; formed in registers in the input dtype, then copied in pairs into a
+                double buffer in shared memory once the state has released it) and the output's row factor
+                gamma_r scale / ||q_r||; then its first warp is the
                 producer: TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk
                 c + num_stages - 1, nothing else (it used to form the factors itself, in series with P).
 The loads run num_stages - 1 chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
