@@ -198,3 +198,42 @@ def test_all_sequences_empty():
     inp = make_inputs([0, 0], H=1, HV=2, seed=29)
     o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
     assert o.shape == (1, 0, 2, 128) and torch.equal(ht, inp["initial_state"])
+
+
+def test_fast_path_repeats_match_float64(monkeypatch):
+    """A second call with the same signature skips validation and the plan (fast_path) and is still exact; new
+    values in the same cu_seqlens tensor (its version moves), another cu_seqlens tensor with other offsets, and a
+    misaligned input each take the full path again."""
+    from flashqla import api, fast_path
+
+    fast_path._PLANS.clear()
+    validated = []
+    orig = api.validate_inputs
+    monkeypatch.setattr(api, "validate_inputs", lambda *a, **kw: validated.append(1) or orig(*a, **kw))
+
+    def check(inp):
+        o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+        o_ref, ht_ref = oracle(inp, False)
+        assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
+
+    first = make_inputs([100, 200, 65], H=2, HV=4, seed=61)
+    check(first)
+    assert len(validated) == 1
+    second = make_inputs([100, 200, 65], H=2, HV=4, seed=62)  # new values, same shapes
+    second["cu_seqlens"] = first["cu_seqlens"]
+    check(second)
+    assert len(validated) == 1  # served by the fast path
+    first["cu_seqlens"].copy_(torch.tensor([0, 150, 300, 365], dtype=torch.int32))  # in place: version moves
+    second["cu_seqlens"] = first["cu_seqlens"]
+    check(second)
+    assert len(validated) == 2
+    third = make_inputs([365, 0, 0], H=2, HV=4, seed=63)  # another tensor: other offsets, same shape
+    check(third)
+    assert len(validated) == 3
+    check(third)
+    assert len(validated) == 3
+    shifted = dict(third)  # a view 2 bytes off 16-byte alignment: the full path copies it
+    buf = torch.empty(third["q"].numel() + 1, dtype=third["q"].dtype, device=third["q"].device)
+    shifted["q"] = buf[1:].view_as(third["q"]).copy_(third["q"])
+    check(shifted)
+    assert len(validated) == 4

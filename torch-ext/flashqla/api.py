@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from . import fast_path
 from .reference import chunk_gated_delta_rule_ref, recurrent_gated_delta_rule_ref
 from .validation import validate_inputs
 
@@ -65,6 +66,12 @@ def chunk_gated_delta_rule(
     use_qk_l2norm_in_kernel: bool = False,
     cu_seqlens: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    sig = fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+                              cu_seqlens)
+    if sig is not None:  # a signature the kernels served before: no validation or plan again (host time)
+        out = fast_path.run(sig, q, k, v, g, beta, initial_state, cu_seqlens)
+        if out is not None:
+            return out
     problem = validate_inputs(q, k, v, g, beta, scale, initial_state, cu_seqlens, output_final_state)
     if try_chunk_forward is not None:
         out = try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_final_state,

@@ -286,8 +286,14 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
 
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
     table = kkt_chunk_table(cu, off, problem.B * problem.T)
-    o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), cu, table,
-                      _scale(problem, scale), bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
+    plan = (problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V, cu, table, _scale(problem, scale),
+            bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
+    o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), *plan[6:])
+    if not torch.compiler.is_compiling():  # the next call with this signature skips straight to the launches
+        from . import fast_path
+
+        fast_path.remember(fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state,
+                                               use_qk_l2norm_in_kernel, cu_seqlens), cu_seqlens, plan)
     return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)
 
 
