@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from grid import HEAD_CONFIGS, SEQ_LAYOUTS, make_inputs  # noqa: E402
 
 ROWS = [("2B-TP1", "1x2048"), ("397B-TP4", "1024x8"), ("397B-TP1", "1024x8")]
-STEPS = [("api", "validate_inputs"), ("api", "try_chunk_forward"), ("dispatch", "_plan"), ("dispatch", "kernel_plan"),
+STEPS = [("fast_path", "signature"), ("fast_path", "run"), ("api", "validate_inputs"), ("api", "try_chunk_forward"), ("dispatch", "_plan"), ("dispatch", "kernel_plan"),
          ("dispatch", "sm_count"), ("dispatch", "packed_seqlens"), ("dispatch", "kkt_chunk_table"),
          ("dispatch", "_packed"), ("ops", "chunk_fwd"), ("ops", "kkt_solve"), ("ops", "_launch"),
          ("ops", "_state_outputs"), ("loader", "Binary.__call__")]
@@ -56,7 +56,10 @@ def main():
 
     import flashqla
     for modname, name in STEPS:
-        wrap(importlib.import_module(f"flashqla.{modname}"), name)
+        try:
+            wrap(importlib.import_module(f"flashqla.{modname}"), name)
+        except ImportError:  # an older package without this module
+            pass
     out = {"tag": args.tag, "flashqla_path": os.path.dirname(flashqla.__file__), "rows": []}
     for head, seqs in ROWS:
         H, HV = HEAD_CONFIGS[head]
