@@ -94,3 +94,22 @@ def test_warn_once():
     with pytest.warns(UserWarning, match="again"):
         warn.warn_once("a", "again")
     warn._reset_for_tests()
+
+
+def test_varlen_under_inference_mode():
+    """A cu_seqlens made under torch.inference_mode has no version counter: the call still validates and
+    serves it (every call reads its values), and an in-place edit inside inference mode takes effect."""
+    from flashqla import dispatch
+
+    inputs = dict(make_inputs(1, 100, 1, 2, seed=46, N=2), use_qk_l2norm_in_kernel=True)
+    want, _ = flashqla.chunk_gated_delta_rule(**inputs, cu_seqlens=torch.tensor([0, 40, 100]))
+    with torch.inference_mode():
+        cu = torch.tensor([0, 40, 100])
+        got, _ = flashqla.chunk_gated_delta_rule(**inputs, cu_seqlens=cu)
+        assert torch.allclose(got, want, atol=1e-6)
+        assert dispatch.packed_seqlens(cu, 1, 100, "cpu")[1].tolist() == [0, 1, 2]
+        cu[1] = 70  # in place, untracked: must not be served from a cache
+        assert dispatch.packed_seqlens(cu, 1, 100, "cpu")[1].tolist() == [0, 2, 3]
+        cu[1] = 120
+        with pytest.raises(ValueError, match="cu_seqlens"):
+            flashqla.chunk_gated_delta_rule(**inputs, cu_seqlens=cu)

@@ -157,7 +157,9 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 
     Packed varlen: cached per cu_seqlens tensor object (held weakly) and its version counter, so an
     in-place edit or a new tensor recomputes; a new tensor's values are checked once (one host sync,
-    skipped while a CUDA graph is being captured). Fixed length: cached per (B, T, device).
+    skipped while a CUDA graph is being captured). A cu_seqlens made under torch.inference_mode has no version
+    counter, so it is checked and converted every call (one host sync a call). Fixed length: cached per
+    (B, T, device).
 
     Under torch.compile the two tensors are computed by device ops traced into the graph (a few tiny
     kernels, no host sync), and a packed ``cu_seqlens`` is checked by a device-side assert (on CUDA a
@@ -184,7 +186,10 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
                 _FIXED_CACHE.pop(next(iter(_FIXED_CACHE)))
             _FIXED_CACHE[key] = hit
         return hit
-    hit = _weak_lookup(_CU_CACHE, cu_seqlens, cu_seqlens._version)
+    from .validation import tensor_version
+
+    version = tensor_version(cu_seqlens)  # None: an inference tensor, computed afresh every call (no cache)
+    hit = None if version is None else _weak_lookup(_CU_CACHE, cu_seqlens, version)
     if hit is not None:
         return hit
     capturing = cu_seqlens.is_cuda and torch.cuda.is_current_stream_capturing()
@@ -195,7 +200,8 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 
         _check_cu_seqlens_values(cu_seqlens_host(cu_seqlens), T)
     cu = cu_seqlens.to(device=device, dtype=torch.int32).contiguous()
-    return _weak_store(_CU_CACHE, cu_seqlens, cu_seqlens._version, (cu, _chunk_offsets(cu)))
+    value = (cu, _chunk_offsets(cu))
+    return value if version is None else _weak_store(_CU_CACHE, cu_seqlens, version, value)
 
 
 _TABLE_CACHE: dict[int, tuple] = {}

@@ -47,15 +47,25 @@ _cache: OrderedDict[tuple, tuple[weakref.ref, list[int]]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+def tensor_version(t: torch.Tensor) -> int | None:
+    """t's version counter, or None for an inference tensor (made under torch.inference_mode): it has none,
+    in-place writes to it are not tracked, so nothing may be cached on it."""
+    return None if t.is_inference() else t._version
+
+
 def cu_seqlens_host(cu_seqlens: torch.Tensor) -> list[int]:
     """Return the values of ``cu_seqlens`` as a Python list, caching them per tensor.
 
     The cache key is (device, data_ptr, version counter, numel); a hit also requires the cached entry
     to refer to this very tensor object (held weakly), so a new tensor that the allocator places at a
     freed tensor's address is never served stale values. In-place writes bump ``_version`` and miss.
-    A CUDA tensor costs one device-to-host sync on a miss and none on a hit.
+    A CUDA tensor costs one device-to-host sync on a miss and none on a hit. An inference tensor has no
+    version counter and is read every call.
     """
-    key = (str(cu_seqlens.device), cu_seqlens.data_ptr(), cu_seqlens._version, cu_seqlens.numel())
+    version = tensor_version(cu_seqlens)
+    if version is None:
+        return [int(x) for x in cu_seqlens.tolist()]
+    key = (str(cu_seqlens.device), cu_seqlens.data_ptr(), version, cu_seqlens.numel())
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None and hit[0]() is cu_seqlens:
