@@ -113,3 +113,15 @@ def test_varlen_under_inference_mode():
         cu[1] = 120
         with pytest.raises(ValueError, match="cu_seqlens"):
             flashqla.chunk_gated_delta_rule(**inputs, cu_seqlens=cu)
+
+
+def test_fast_path_signature_declines_what_it_cannot_key():
+    """The fast path's signature is None for CPU tensors and for arguments it cannot hash (the full path then
+    raises the argument's own error)."""
+    from flashqla import fast_path
+
+    inputs = make_inputs(1, 10, 1, 2, seed=47)
+    args = (inputs["q"], inputs["k"], inputs["v"], inputs["g"], inputs["beta"])
+    assert fast_path.signature(*args, None, inputs["initial_state"], False, False, None) is None  # CPU
+    with pytest.raises(TypeError, match="^scale: expected None or a real number, got list"):
+        flashqla.chunk_gated_delta_rule(**inputs, scale=[0.1])

@@ -53,10 +53,12 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
 
         cu = None if cu_seqlens is None else (id(cu_seqlens), cu_seqlens._version, cu_seqlens.dtype,
                                               cu_seqlens.shape, cu_seqlens.device)
-        return (q.shape, k.shape, v.shape, g.shape, beta.shape, q.dtype, k.dtype, v.dtype, q.device, k.device,
-                v.device, g.device, beta.device, state, type(scale), scale, type(output_final_state),
-                output_final_state, type(use_l2norm), use_l2norm, cu, os.environ.get("FLASHQLA_BLOCK_V"),
-                ops.KKT_MERGE, ops._POISON)
+        sig = (q.shape, k.shape, v.shape, g.shape, beta.shape, q.dtype, k.dtype, v.dtype, q.device, k.device,
+               v.device, g.device, beta.device, state, type(scale), scale, type(output_final_state),
+               output_final_state, type(use_l2norm), use_l2norm, cu, os.environ.get("FLASHQLA_BLOCK_V"),
+               ops.KKT_MERGE, ops._POISON)
+        hash(sig)
+        return sig
     except (AttributeError, TypeError):  # not tensors, unhashable scale, ...: the full path says what is wrong
         return None
 
