@@ -206,3 +206,18 @@ def test_compiled_packed_seqlens_checks_values():
     for bad in ([0, 120, 100, 164], [0, 100, 150], [5, 100, 164]):
         with pytest.raises(RuntimeError, match="cu_seqlens"):
             compiled(torch.tensor(bad), x)
+
+
+def test_cu_seqlens_cache_releases_a_tensor_it_did_not_convert():
+    """An int32 cu_seqlens already on the device is its own converted copy: the cache must not keep it alive."""
+    import gc
+    import weakref
+
+    cu = torch.tensor([0, 100, 164], dtype=torch.int32)
+    alive = weakref.ref(cu)
+    first = dispatch.packed_seqlens(cu, 1, 164, "cpu")
+    again = dispatch.packed_seqlens(cu, 1, 164, "cpu")
+    assert first[0] is cu and again[0] is cu and again[1] is first[1] and first[1].tolist() == [0, 2, 3]
+    del cu, first, again
+    gc.collect()
+    assert alive() is None

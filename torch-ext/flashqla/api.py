@@ -69,7 +69,7 @@ def chunk_gated_delta_rule(
     sig = fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
                               cu_seqlens)
     if sig is not None:  # a signature the kernels served before: no validation or plan again (host time)
-        out = fast_path.run(sig, q, k, v, g, beta, initial_state, cu_seqlens)
+        out = fast_path.run(sig, q, k, v, g, beta, scale, initial_state, cu_seqlens)
         if out is not None:
             return out
     problem = validate_inputs(q, k, v, g, beta, scale, initial_state, cu_seqlens, output_final_state)

@@ -191,7 +191,7 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
     version = tensor_version(cu_seqlens)  # None: an inference tensor, computed afresh every call (no cache)
     hit = None if version is None else _weak_lookup(_CU_CACHE, cu_seqlens, version)
     if hit is not None:
-        return hit
+        return (cu_seqlens if hit[0] is None else hit[0]), hit[1]
     capturing = cu_seqlens.is_cuda and torch.cuda.is_current_stream_capturing()
     if not capturing:
         # once per cu_seqlens tensor (one sync, then cached): bad offsets would make the kernels read
@@ -200,8 +200,12 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 
         _check_cu_seqlens_values(cu_seqlens_host(cu_seqlens), T)
     cu = cu_seqlens.to(device=device, dtype=torch.int32).contiguous()
-    value = (cu, _chunk_offsets(cu))
-    return value if version is None else _weak_store(_CU_CACHE, cu_seqlens, version, value)
+    off = _chunk_offsets(cu)
+    if version is not None:
+        # when the conversion was a no-op, cu *is* cu_seqlens: the entry must not hold it (a strong reference
+        # to its own key would keep the tensor, its offsets and its chunk table alive forever)
+        _weak_store(_CU_CACHE, cu_seqlens, version, (None if cu is cu_seqlens else cu, off))
+    return cu, off
 
 
 _TABLE_CACHE: dict[int, tuple] = {}

@@ -9,7 +9,10 @@ the cu_seqlens tensor (by identity, held weakly, and its version counter), wheth
 and the settings read per call (FLASHQLA_BLOCK_V, the kkt merge, output poisoning). Equal signatures give
 equal validation results and plans, so a hit reuses the plan that :func:`dispatch.try_chunk_forward` recorded
 after serving the first call. Only 16-byte alignment of the data pointers is a property of the call itself;
-it is checked on every hit. Anything else (a miss, a non-CUDA tensor, torch.compile or a dispatch mode,
+it is checked on every hit. Writes that torch's version counter does not see (through `.data`, DLPack or
+another library) are not seen here either, as in the cu_seqlens caches of the full path. A cu_seqlens made under
+torch.inference_mode has no version counter and always takes the full path (build it outside inference mode
+to keep the fast path). Anything else (a miss, a non-CUDA tensor, torch.compile or a dispatch mode,
 fp32 q/k/v, non-fp32 gates or states, non-contiguous or misaligned inputs) takes the full path.
 """
 
@@ -43,6 +46,8 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
             return None
         else:
             state = (initial_state.shape, initial_state.device)
+        if type(use_l2norm) is not bool or type(scale) not in (float, int, type(None)):
+            return None  # e.g. a tensor flag: its value could change under the same key
         if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad or g.requires_grad
                                         or beta.requires_grad
                                         or (initial_state is not None and initial_state.requires_grad)):
@@ -64,15 +69,18 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
 
 
 def remember(sig, cu_seqlens, plan: tuple) -> None:
-    """Record the plan that served a call with signature ``sig`` (None: nothing to record)."""
+    """Record the plan that served a call with signature ``sig`` (None: nothing to record). The plan's device
+    cu_seqlens is not kept when it is the caller's own tensor (it is the call's argument on a hit)."""
     if sig is None:
         return
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
+    if cu_seqlens is not None and plan[6] is cu_seqlens:
+        plan = plan[:6] + (None,) + plan[7:]
     _PLANS[sig] = (None if cu_seqlens is None else weakref.ref(cu_seqlens), plan)
 
 
-def run(sig, q, k, v, g, beta, initial_state, cu_seqlens):
+def run(sig, q, k, v, g, beta, scale, initial_state, cu_seqlens):
     """The forward of a call whose signature was served before, or None (then the full path runs)."""
     hit = _PLANS.get(sig)
     if hit is None:
@@ -84,8 +92,11 @@ def run(sig, q, k, v, g, beta, initial_state, cu_seqlens):
         return None
     from . import ops
 
-    B, T, H, K, HV, V, cu, table, scale, use_l2norm, output_final_state, block_v = plan
+    B, T, H, K, HV, V, cu, table, _, use_l2norm, output_final_state, block_v = plan
     BT = B * T
+    if cu is None:
+        cu = cu_seqlens
+    scale = float(K ** -0.5 if scale is None else scale)  # from the call: -0.0 and 0.0 share a key
     o, ht = ops.chunk_fwd(q.view(BT, H, K), k.view(BT, H, K), v.view(BT, HV, V), g.view(BT, HV),
                             beta.view(BT, HV), initial_state, cu, table, scale, use_l2norm, output_final_state,
                             block_v)
