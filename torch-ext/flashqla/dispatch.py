@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -254,7 +255,35 @@ def _fp32(t: torch.Tensor) -> torch.Tensor:
 
 
 def _scale(problem, scale) -> float:
+    """The output scale: ``scale``, or K ** -0.5 when None (``problem``: a Problem or a ChunkPlan)."""
     return float(problem.K ** -0.5 if scale is None else scale)
+
+
+class ChunkPlan(NamedTuple):
+    """What a served chunked call was launched with, apart from its tensors and scale: the sizes, the device
+    cu_seqlens (None: the caller's own tensor, already int32 on the device), kkt_solve's chunk table, the flags
+    and the V block. :mod:`.fast_path` keeps it per call signature."""
+    B: int
+    T: int
+    H: int
+    K: int
+    HV: int
+    V: int
+    cu: Optional[torch.Tensor]
+    table: torch.Tensor
+    use_l2norm: bool
+    output_final_state: bool
+    block_v: int
+
+
+def run_chunk_plan(plan: ChunkPlan, q, k, v, g, beta, initial_state, cu, scale: float):
+    """The fused forward of a plan on packed inputs ([B*T, heads, dim], gates and states fp32): (o, final state)
+    shaped as the public function returns them."""
+    from .ops import chunk_fwd
+
+    o, ht = chunk_fwd(q, k, v, g, beta, initial_state, cu, plan.table, scale, plan.use_l2norm,
+                      plan.output_final_state, plan.block_v)
+    return o.view(plan.B, plan.T, plan.HV, plan.V), (ht if plan.output_final_state else None)
 
 
 def _plan(op, problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel) -> tuple[bool, int]:
@@ -292,19 +321,17 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     ok, block_v = _plan("chunk", problem, q, k, v, g, beta, initial_state, use_qk_l2norm_in_kernel)
     if not ok:
         return None
-    from .ops import chunk_fwd
-
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
-    table = kkt_chunk_table(cu, off, problem.B * problem.T)
-    plan = (problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V, cu, table, _scale(problem, scale),
-            bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
-    o, ht = chunk_fwd(*_packed(problem, q, k, v, g, beta, initial_state), *plan[6:])
+    plan = ChunkPlan(problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V,
+                     None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
+                     bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
+    out = run_chunk_plan(plan, *_packed(problem, q, k, v, g, beta, initial_state), cu, _scale(problem, scale))
     if not torch.compiler.is_compiling():  # the next call with this signature skips straight to the launches
         from . import fast_path
 
         fast_path.remember(fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state,
                                                use_qk_l2norm_in_kernel, cu_seqlens), cu_seqlens, plan)
-    return o.view(problem.B, problem.T, problem.HV, problem.V), (ht if output_final_state else None)
+    return out
 
 
 def choose_recurrent_block_v(num_pairs: int, sms: int) -> int:

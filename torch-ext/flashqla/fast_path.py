@@ -68,15 +68,13 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
         return None
 
 
-def remember(sig, cu_seqlens, plan: tuple) -> None:
-    """Record the plan that served a call with signature ``sig`` (None: nothing to record). The plan's device
-    cu_seqlens is not kept when it is the caller's own tensor (it is the call's argument on a hit)."""
+def remember(sig, cu_seqlens, plan) -> None:
+    """Record the :class:`dispatch.ChunkPlan` that served a call with signature ``sig`` (None: nothing to
+    record), cu_seqlens held weakly."""
     if sig is None:
         return
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
-    if cu_seqlens is not None and plan[6] is cu_seqlens:
-        plan = plan[:6] + (None,) + plan[7:]
     _PLANS[sig] = (None if cu_seqlens is None else weakref.ref(cu_seqlens), plan)
 
 
@@ -90,14 +88,10 @@ def run(sig, q, k, v, g, beta, scale, initial_state, cu_seqlens):
         return None
     if (q.data_ptr() | k.data_ptr() | v.data_ptr() | (0 if initial_state is None else initial_state.data_ptr())) & 15:
         return None
-    from . import ops
+    from .dispatch import _scale, run_chunk_plan
 
-    B, T, H, K, HV, V, cu, table, _, use_l2norm, output_final_state, block_v = plan
-    BT = B * T
-    if cu is None:
-        cu = cu_seqlens
-    scale = float(K ** -0.5 if scale is None else scale)  # from the call: -0.0 and 0.0 share a key
-    o, ht = ops.chunk_fwd(q.view(BT, H, K), k.view(BT, H, K), v.view(BT, HV, V), g.view(BT, HV),
-                            beta.view(BT, HV), initial_state, cu, table, scale, use_l2norm, output_final_state,
-                            block_v)
-    return o.view(B, T, HV, V), (ht if output_final_state else None)
+    BT = plan.B * plan.T
+    return run_chunk_plan(plan, q.view(BT, plan.H, plan.K), k.view(BT, plan.H, plan.K), v.view(BT, plan.HV, plan.V),
+                          g.view(BT, plan.HV), beta.view(BT, plan.HV), initial_state,
+                          cu_seqlens if plan.cu is None else plan.cu,
+                          _scale(plan, scale))  # from the call: -0.0 and 0.0 share a key
