@@ -37,13 +37,17 @@ wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp3
 or below the diagonal: the upper 3/8 are never written nor read), and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
 (one thread per column, in registers; meanwhile the other 64 threads form the chunk cumsum of g, one row each),
-then two merge levels (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the
-CUDA cores; "tc": the 32 -> 64 level as tf32 tensor-core products). The merges read the 16 x 16 and 32 x 32
+then the blocks below the diagonal: "mma" (the default, v12): each warp owns a row stripe of 16 rows and
+forms its blocks right to left from X L = I, X_IJ = -(sum_K X_IK L_KJ) X_JJ, by warp-level tf32 mma.sync with
+hi/lo split operands (3xTF32, about fp32 accuracy), its own earlier blocks in registers and L, X_JJ from shared
+memory, so no warp waits for another and no merge temporaries or barriers are needed; or two merge levels
+(16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the CUDA cores; "tc": the
+32 -> 64 level as tf32 tensor-core products). The merges ("regs", "tc") read the 16 x 16 and 32 x 32
 diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
 epilogue loads above the diagonal too but masks j > i to zero, and stages its bf16 rows in K's (dead) tile,
 from which a full chunk leaves by one TMA store (a_store "tma"; a partial chunk by masked 16-byte row stores).
 The merges' temporary lives in x_s's unused upper-right 32 x 32 block. Shared memory: 33.5 KB + 1 KB static (the
-mbarrier) a CTA, 80 registers: 6 CTAs an SM. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no
+mbarrier) a CTA ("mma": x_s's rows padded to 72 floats, 35.5 KB + 1 KB), 80 registers: 6 CTAs an SM. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no
 host synchronisation is needed to launch it.
 """
 
@@ -59,8 +63,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
                       epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
                       cumsum_vec: int = 4, a_store: str = "tma"):
-    """merge: "regs" (register-tiled block products) or "tc"
-    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3).
+    """merge: "regs" (register-tiled block products), "tc"
+    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3) or "mma" (v12: every block
+    below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
+    fp32 accuracy); see `solve_row_stripe`).
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
     65536 / (threads x it); shared memory, 33.5 KB + 1 KB static a CTA, allows 6).
     epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
@@ -71,7 +77,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     cumsum_vec: g values a cumsum thread reads per shared-memory load (broadcast vectors).
     a_store: how a full chunk's A~ leaves: "tma" (one bulk tensor store from the staging tile, waited for
     before the CTA exits) or "ldg" (16-byte row stores through registers, as a partial chunk always does)."""
-    assert k_load in ("tma", "ldg") and merge in ("regs", "tc") and a_store in ("tma", "ldg")
+    assert k_load in ("tma", "ldg") and merge in ("regs", "tc", "mma") and a_store in ("tma", "ldg")
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
     # the merges' temporary T = L21 X11 lives in x_s's upper-right 2SUB x 2SUB block (columns TC0..C of rows
@@ -113,6 +119,82 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             x_s[o + bs + r0 + a_, o + c0 + b_] = acc[a_, b_]
         T.sync_threads()
 
+    # merge "mma": X row-major with a padded row (XS floats): the C-fragment float2 stores of a half-warp
+    # (rows g = 0..3, column pairs 2t) land on distinct banks, and so do the A-fragment loads (L keeps the
+    # layout of the K tile that shares its space)
+    XS = C + 8 if merge == "mma" else C
+    TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
+
+    @T.macro
+    def mma3(acc, c0, a_f, b_f, ah, al, bh, bl):
+        """acc[c0:c0+4] += A B on one m16n8k8 tf32 mma tile, A and B (fp32 fragments a_f[4], b_f[2]) each split
+        into a tf32 hi part and the remainder lo: A B ~ Al Bh + Ah Bl + Ah Bh (small terms first), ~fp32."""
+        for r in T.unroll(4):
+            ah[r] = T.reinterpret(a_f[r], "uint32") & T.uint32(TF32_HI)
+            al[r] = T.reinterpret(a_f[r] - T.reinterpret(ah[r], "float32"), "uint32")
+        for r in T.unroll(2):
+            bh[r] = T.reinterpret(b_f[r], "uint32") & T.uint32(TF32_HI)
+            bl[r] = T.reinterpret(b_f[r] - T.reinterpret(bh[r], "float32"), "uint32")
+        for a_, b_ in ((al, bh), (ah, bl), (ah, bh)):
+            T.ptx_mma("float32", "m16n8k8", "row", "col", "tf32", "tf32", "fp32", a_.data, 0, b_.data, 0,
+                      acc.data, c0, False)
+
+    @T.macro
+    def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I):
+        """merge "mma", warp I (row stripe I of 16 rows; I is a Python int, so every index is static after
+        unrolling): the blocks X_IJ of the inverse left of the diagonal, right to left, from X L = I:
+            X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ,
+        with X_II and X_JJ (the substitution's diagonal inverses) and L from shared memory, and X_IK (K < I)
+        from this warp's registers, so no warp waits for another. mma.sync m16n8k8 tf32 fragments, lane
+        (g, t) = (lane / 4, lane % 4), with the k index permuted (logical t <-> column 2t, t + 4 <-> 2t + 1)
+        so that an accumulator (C) fragment is an A fragment as it stands: A of k-step s = (X[g, 8s + 2t],
+        X[g + 8, 8s + 2t], X[g, 8s + 2t + 1], X[g + 8, 8s + 2t + 1]) = C registers (0, 2, 1, 3) of tile s, and a
+        B fragment of Y for n-tile q = (Y[8s + 2t, 8q + g], Y[8s + 2t + 1, 8q + g]).
+        xo: X_IJ's C fragments, 8 registers a block (index 8 J + 4 q + 2 h + e: row g + 8 h, column 8 q + 2 t + e).
+        No shared memory is written here: TileLang's sync pass would put a CTA barrier inside this warp's
+        branch (the first try hung or read stale tiles); `store_row_stripe` writes the results after all
+        warps' branches."""
+        if wi == I:
+            for jj in T.unroll(I):
+                J = I - 1 - jj
+                for r in T.unroll(8):
+                    tt[r] = 0.0
+                for kb in T.unroll(I):
+                    Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
+                    if Kb > J:
+                        for s_ in T.unroll(2):
+                            for r in T.unroll(4):  # A = X_IK, k-step s_
+                                if Kb == I:
+                                    a_f[r] = x_s[16 * I + gq + 8 * (r % 2), 16 * I + 8 * s_ + 2 * tq + r // 2]
+                                else:
+                                    a_f[r] = xo[8 * Kb + 4 * s_ + 2 * (r % 2) + r // 2]
+                            for q in T.unroll(2):  # B = L_KJ, n-tile q
+                                for r in T.unroll(2):
+                                    b_f[r] = l_s[16 * Kb + 8 * s_ + 2 * tq + r, 16 * J + 8 * q + gq]
+                                mma3(tt, 4 * q, a_f, b_f, ah, al, bh, bl)
+                # X_IJ = -(T X_JJ)
+                for r in T.unroll(8):
+                    xo[8 * J + r] = 0.0
+                for s_ in T.unroll(2):
+                    for r in T.unroll(4):
+                        a_f[r] = tt[4 * s_ + 2 * (r % 2) + r // 2]
+                    for q in T.unroll(2):
+                        for r in T.unroll(2):
+                            b_f[r] = x_s[16 * J + 8 * s_ + 2 * tq + r, 16 * J + 8 * q + gq]
+                        mma3(xo, 8 * J + 4 * q, a_f, b_f, ah, al, bh, bl)
+                for r in T.unroll(8):
+                    xo[8 * J + r] = -xo[8 * J + r]
+
+    @T.macro
+    def store_row_stripe(x_s, xo, wi, gq, tq):
+        """merge "mma": every warp's blocks X_{wi,J}, J < wi, from its registers to x_s (float2 stores)."""
+        for jb in T.unroll(3):
+            if jb < wi:
+                for qh in T.unroll(4):
+                    for e in T.vectorized(2):
+                        x_s[16 * wi + gq + 8 * (qh % 2), 16 * jb + 8 * (qh // 2) + 2 * tq + e] = \
+                            xo[8 * jb + 4 * (qh // 2) + 2 * (qh % 2) + e]
+
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -136,8 +218,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             # registers (before L is stored), L once the merges are done (before the epilogue). TileLang's
             # planner cannot see those lifetimes once the kernel holds an mbarrier (it keeps every buffer
             # live throughout: 62 KB a CTA, 3 CTAs an SM, instead of 37 KB and 6)
-            k_s = T.view(l_s, (C, K), dtype)
-            ao_s = k_s  # columns [0, C) of the view
+            k_v = T.view(l_s, (C, K), dtype)
+            ao_s = k_v  # columns [0, C) of the view
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             g_s = T.alloc_shared((C,), "float32")
@@ -146,7 +228,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             kk_f = T.alloc_fragment((C, C), "float32")
             rb_f = T.alloc_fragment((C,), "float32")  # L's row factor beta_i (times 1/||k_i||), by row
             cn_f = T.alloc_fragment((C,), "float32")  # L's column factor 1/||k_j|| (use_l2norm), by column
-            x_s = T.alloc_shared((C, C), "float32")
+            x_s = T.alloc_shared((C, XS), "float32")
+            if merge == "mma":
+                xo = T.alloc_local((24,), "float32")
+                tt = T.alloc_local((8,), "float32")
+                a_f = T.alloc_local((4,), "float32")
+                b_f = T.alloc_local((2,), "float32")
+                ah = T.alloc_local((4,), "uint32")
+                al = T.alloc_local((4,), "uint32")
+                bh = T.alloc_local((2,), "uint32")
+                bl = T.alloc_local((2,), "uint32")
             col = T.alloc_local((SUB,), "float32")
             x_b = T.alloc_local((2 * epilogue_batch,), "float32")
             g_b = T.alloc_local((epilogue_batch,), "float32")
@@ -170,16 +261,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # rows past the tensor's end arrive as zeros, rows of the next sequence are finite: both
                     # get beta = 0 below, so they solve to zero
                     if tx < 32:
-                        T.tma_copy(k[t0:t0 + C, hk, :], k_s, barrier=k_ready[0])
+                        T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                         T.barrier_arrive(k_ready[0])
                 else:
-                    T.copy(k[t0:t0 + C, hk, :], k_s)
+                    T.copy(k[t0:t0 + C, hk, :], k_v[0:C, :])
                 for i in T.Parallel(C):
                     beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
                     g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
                 if k_load == "tma":
                     T.barrier_wait(k_ready[0], 0)
-                T.gemm(k_s, k_s, kk_f, transpose_B=True, clear_accum=True)
+                T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
                     for i, j in T.Parallel(C, C):
                         if i == j:
@@ -203,9 +294,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
                 # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
                 # their diagonals; every other read is of the lower triangle)
-                for i, j in T.Parallel(SUB, SUB):
-                    x_s[i, SUB + j] = 0.0
-                    x_s[2 * SUB + i, 3 * SUB + j] = 0.0
+                if merge != "mma":  # "mma" reads no block above the diagonal
+                    for i, j in T.Parallel(SUB, SUB):
+                        x_s[i, SUB + j] = 0.0
+                        x_s[2 * SUB + i, 3 * SUB + j] = 0.0
                 # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
                 if tx < C:
                     blk = tx // SUB
@@ -244,6 +336,15 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, TC0:C], m_f, transpose_B=True, clear_accum=True)
                     for i, j in T.Parallel(2 * SUB, 2 * SUB):
                         x_s[2 * SUB + i, j] = -m_f[i, j]
+                elif merge == "mma":
+                    T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
+                    wi = tx // 32
+                    gq = (tx % 32) // 4
+                    tq = tx % 4
+                    solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1)
+                    solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2)
+                    solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3)
+                    store_row_stripe(x_s, xo, wi, gq, tq)
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
                 # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
@@ -277,7 +378,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 if a_store == "tma":
                     T.fence_proxy_async()  # every thread's generic ao_s writes -> the bulk store's async reads
                 if a_store == "tma" and t0 + C <= t_end:
-                    T.tma_copy(ao_s[:, 0:C], a[t0:t0 + C, hv, 0:C])
+                    T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
                 else:
                     for i, j in T.Parallel(C, C):
                         if t0 + i < t_end:

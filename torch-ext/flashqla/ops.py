@@ -23,8 +23,10 @@ CHUNK = 64
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
-# Block-merge variant of kkt_solve ("tc": 32 -> 64 merge on tf32 tensor cores, default; "regs": all on CUDA cores).
-KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "tc")
+# Block-merge variant of kkt_solve ("mma": every block below the diagonal by warp-level 3xTF32 mma.sync, default
+# since v12; "tc": 32 -> 64 merge on tf32 tensor cores, v3-v11; "regs": all on CUDA cores). The older two stay built
+# as A/B baselines (benchmarks/results/2026-11-24-h200-s13/kkt_mma_ab).
+KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "mma")
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
