@@ -40,15 +40,15 @@ triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks 
 then the blocks below the diagonal: "mma" (the default, v12): each warp owns a row stripe of 16 rows and
 forms its blocks right to left from X L = I, X_IJ = -(sum_K X_IK L_KJ) X_JJ, by warp-level tf32 mma.sync with
 hi/lo split operands (3xTF32, about fp32 accuracy), its own earlier blocks in registers and L, X_JJ from shared
-memory, so no warp waits for another and no merge temporaries or barriers are needed; or two merge levels
+memory, so no warp waits for another inside the recurrence and no merge temporaries are needed; or two merge levels
 (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the CUDA cores; "tc": the
 32 -> 64 level as tf32 tensor-core products). The merges ("regs", "tc") read the 16 x 16 and 32 x 32
 diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
 epilogue loads above the diagonal too but masks j > i to zero, and stages its bf16 rows in K's (dead) tile,
 from which a full chunk leaves by one TMA store (a_store "tma"; a partial chunk by masked 16-byte row stores).
 The merges' temporary lives in x_s's unused upper-right 32 x 32 block. Shared memory: 33.5 KB + 1 KB static (the
-mbarrier) a CTA ("mma": x_s's rows padded to 72 floats, 35.5 KB + 1 KB), 80 registers: 6 CTAs an SM. The grid is sized from shapes alone (T // C + N + 1 chunk slots): no
-host synchronisation is needed to launch it.
+mbarrier) a CTA ("mma": x_s's rows padded to 72 floats, 35.5 KB + 1 KB), 80 registers: 6 CTAs an SM. The grid is
+sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed to launch it.
 """
 
 
@@ -123,6 +123,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     # (rows g = 0..3, column pairs 2t) land on distinct banks, and so do the A-fragment loads (L keeps the
     # layout of the K tile that shares its space)
     XS = C + 8 if merge == "mma" else C
+    assert merge != "mma" or SUB == 16, "a row stripe is one m16 mma tile high"
     TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
 
     @T.macro
@@ -145,15 +146,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         unrolling): the blocks X_IJ of the inverse left of the diagonal, right to left, from X L = I:
             X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ,
         with X_II and X_JJ (the substitution's diagonal inverses) and L from shared memory, and X_IK (K < I)
-        from this warp's registers, so no warp waits for another. mma.sync m16n8k8 tf32 fragments, lane
+        from this warp's registers, so no warp waits for another inside the recurrence (the barrier after it
+        waits for warp 3, whose stripe has the most blocks). mma.sync m16n8k8 tf32 fragments, lane
         (g, t) = (lane / 4, lane % 4), with the k index permuted (logical t <-> column 2t, t + 4 <-> 2t + 1)
         so that an accumulator (C) fragment is an A fragment as it stands: A of k-step s = (X[g, 8s + 2t],
         X[g + 8, 8s + 2t], X[g, 8s + 2t + 1], X[g + 8, 8s + 2t + 1]) = C registers (0, 2, 1, 3) of tile s, and a
         B fragment of Y for n-tile q = (Y[8s + 2t, 8q + g], Y[8s + 2t + 1, 8q + g]).
         xo: X_IJ's C fragments, 8 registers a block (index 8 J + 4 q + 2 h + e: row g + 8 h, column 8 q + 2 t + e).
         No shared memory is written here: TileLang's sync pass would put a CTA barrier inside this warp's
-        branch (the first try hung or read stale tiles); `store_row_stripe` writes the results after all
-        warps' branches."""
+        branch (the first try did, and wrote NaN); `store_row_stripe` writes the results after all warps'
+        branches."""
         if wi == I:
             for jj in T.unroll(I):
                 J = I - 1 - jj
@@ -165,12 +167,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         for s_ in T.unroll(2):
                             for r in T.unroll(4):  # A = X_IK, k-step s_
                                 if Kb == I:
-                                    a_f[r] = x_s[16 * I + gq + 8 * (r % 2), 16 * I + 8 * s_ + 2 * tq + r // 2]
+                                    a_f[r] = x_s[SUB * I + gq + 8 * (r % 2), SUB * I + 8 * s_ + 2 * tq + r // 2]
                                 else:
                                     a_f[r] = xo[8 * Kb + 4 * s_ + 2 * (r % 2) + r // 2]
                             for q in T.unroll(2):  # B = L_KJ, n-tile q
                                 for r in T.unroll(2):
-                                    b_f[r] = l_s[16 * Kb + 8 * s_ + 2 * tq + r, 16 * J + 8 * q + gq]
+                                    b_f[r] = l_s[SUB * Kb + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
                                 mma3(tt, 4 * q, a_f, b_f, ah, al, bh, bl)
                 # X_IJ = -(T X_JJ)
                 for r in T.unroll(8):
@@ -180,7 +182,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         a_f[r] = tt[4 * s_ + 2 * (r % 2) + r // 2]
                     for q in T.unroll(2):
                         for r in T.unroll(2):
-                            b_f[r] = x_s[16 * J + 8 * s_ + 2 * tq + r, 16 * J + 8 * q + gq]
+                            b_f[r] = x_s[SUB * J + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
                         mma3(xo, 8 * J + 4 * q, a_f, b_f, ah, al, bh, bl)
                 for r in T.unroll(8):
                     xo[8 * J + r] = -xo[8 * J + r]
@@ -188,11 +190,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     @T.macro
     def store_row_stripe(x_s, xo, wi, gq, tq):
         """merge "mma": every warp's blocks X_{wi,J}, J < wi, from its registers to x_s (float2 stores)."""
-        for jb in T.unroll(3):
+        for jb in T.unroll(C // SUB - 1):
             if jb < wi:
                 for qh in T.unroll(4):
                     for e in T.vectorized(2):
-                        x_s[16 * wi + gq + 8 * (qh % 2), 16 * jb + 8 * (qh // 2) + 2 * tq + e] = \
+                        x_s[SUB * wi + gq + 8 * (qh % 2), SUB * jb + 8 * (qh // 2) + 2 * tq + e] = \
                             xo[8 * jb + 4 * (qh // 2) + 2 * (qh % 2) + e]
 
     num_tokens = T.dynamic("num_tokens")

@@ -24,6 +24,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
+from .validation import tensor_version
 from .warn import warn_once
 
 HEAD_DIM = 128
@@ -187,8 +188,6 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
                 _FIXED_CACHE.pop(next(iter(_FIXED_CACHE)))
             _FIXED_CACHE[key] = hit
         return hit
-    from .validation import tensor_version
-
     version = tensor_version(cu_seqlens)  # None: an inference tensor, computed afresh every call (no cache)
     hit = None if version is None else _weak_lookup(_CU_CACHE, cu_seqlens, version)
     if hit is not None:

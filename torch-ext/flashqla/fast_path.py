@@ -23,6 +23,8 @@ import weakref
 
 import torch
 
+from .validation import tensor_version
+
 _PLANS: dict[tuple, tuple] = {}
 _MAX_PLANS = 64  # distinct signatures kept (a new batch shape is a new signature); cleared when full
 
@@ -52,12 +54,14 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
                                         or beta.requires_grad
                                         or (initial_state is not None and initial_state.requires_grad)):
             return None
-        if cu_seqlens is not None and cu_seqlens.is_inference():  # no version counter: cannot be a key
-            return None
+        cu = None
+        if cu_seqlens is not None:
+            version = tensor_version(cu_seqlens)
+            if version is None:  # an inference tensor has no version counter: it cannot be a key
+                return None
+            cu = (id(cu_seqlens), version, cu_seqlens.dtype, cu_seqlens.shape, cu_seqlens.device)
         from . import ops
 
-        cu = None if cu_seqlens is None else (id(cu_seqlens), cu_seqlens._version, cu_seqlens.dtype,
-                                              cu_seqlens.shape, cu_seqlens.device)
         sig = (q.shape, k.shape, v.shape, g.shape, beta.shape, q.dtype, k.dtype, v.dtype, q.device, k.device,
                v.device, g.device, beta.device, state, type(scale), scale, type(output_final_state),
                output_final_state, type(use_l2norm), use_l2norm, cu, os.environ.get("FLASHQLA_BLOCK_V"),
