@@ -82,7 +82,8 @@ def accumulator_layout(rows: int, cols: int):
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, aux_unroll: int | None = None,
-                      defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None):
+                      defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
+                      pdl: bool = True):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -102,6 +103,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # issue. Default at block_v 64 only. Measured (results/2026-11-24-h200-s11/v_early_ab): block_v 64 rows
     # 3-5% faster (fused part), block_v 128 rows 2-5% slower.
     V_EARLY = block_v == 64 if v_load_early is None else v_load_early
+    # pdl: programmatic dependent launch. kkt_solve lets this grid launch once all of its CTAs have started and
+    # passed their own wait on the grid before them, so here every input but kkt_solve's outputs (a, rows) is
+    # complete when a CTA starts: the state warpgroups load h0 at once, and only the auxiliary warpgroup, whose
+    # producer loads a and rows by TMA, waits for kkt_solve's grid (griddepcontrol.wait) before its first load.
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
@@ -349,6 +354,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 # ------------------------------------------------------------- auxiliary warpgroup
                 if NSW > 1:
                     T.set_max_nreg(aux_regs, 0)
+                if pdl:  # kkt_solve's a and rows are complete and visible from here on
+                    T.pdl_sync()
                 # the producer (first warp) loads chunk c into stage c % NS, NS - 1 chunks ahead of P's chunk
                 for c0 in T.unroll(NS - 1):
                     if tx < ST + 32 and c0 < n_chunks:

@@ -62,7 +62,7 @@ LOG2E = 1.4426950408889634
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
                       epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
-                      cumsum_vec: int = 4, a_store: str = "tma"):
+                      cumsum_vec: int = 4, a_store: str = "tma", pdl: bool = True):
     """merge: "regs" (register-tiled block products), "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3) or "mma" (v12: every block
     below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
@@ -76,7 +76,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     (16-byte loads through registers, each with its 64-bit address and bounds test).
     cumsum_vec: g values a cumsum thread reads per shared-memory load (broadcast vectors).
     a_store: how a full chunk's A~ leaves: "tma" (one bulk tensor store from the staging tile, waited for
-    before the CTA exits) or "ldg" (16-byte row stores through registers, as a partial chunk always does)."""
+    before the CTA exits) or "ldg" (16-byte row stores through registers, as a partial chunk always does).
+    pdl: programmatic dependent launch (every TileLang launch allows it): each CTA first waits for the grid
+    before it on the stream (griddepcontrol.wait: its inputs are complete and visible), then lets the next grid
+    (chunk_fwd) launch early (griddepcontrol.launch_dependents), so that grid's CTAs start on SMs as this one's
+    drain and run their prologue (barriers, setmaxnreg, h0) while its last CTAs finish; the trigger comes after
+    the wait, so a launched dependent knows every grid before this one has completed."""
     assert k_load in ("tma", "ldg") and merge in ("regs", "tc", "mma") and a_store in ("tma", "ldg")
     K, C = head_dim_k, chunk_size
     SUB = C // 4  # diagonal block size of the blocked inverse
@@ -253,6 +258,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             g_v = T.alloc_local((cumsum_vec,), "float32")
             hv = T.alloc_var("int32")  # int32 index math (a 64-bit product would be inlined into every index)
             hv = hk * gva + hr
+            if pdl:  # before the first global read (the chunk table)
+                T.pdl_sync()
+                T.pdl_trigger()
             t0 = chunk_table[cid, 0]
             t_end = chunk_table[cid, 1]
             r0 = chunk_table[cid, 2]
