@@ -9,6 +9,8 @@ packed batch with a zero-length sequence. Reports relative L2 error of o and the
 reported) and adds, per library, the mean over seeds and a breakdown of each case's errors by sequence and by
 head class (zero-decay heads hv % 4 == 0, strong-decay heads hv % 4 == 1, the others), so that a difference
 between libraries can be told apart from the noise of one draw of inputs.
+--libs flashqla times flashqla alone (an A/B of two flashqla builds; FlashQLA's first call JIT-compiles for
+minutes of device time); the comparison the issue asks for runs both (the default).
 """
 
 import argparse
@@ -66,10 +68,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", default="31", help="comma-separated input seeds (31: the one reported so far)")
+    ap.add_argument("--libs", default="flashqla,FlashQLA", help="which of flashqla, FlashQLA to run")
     args = ap.parse_args()
     seeds = [int(x) for x in args.seeds.split(",")]
     res = {"device": torch.cuda.get_device_name(), "seeds": seeds, "cases": {}}
-    libs = runners()
+    libs = {lib: fn for lib, fn in runners().items() if lib in args.libs.split(",")}
     for name, (seqs, H, HV) in CASES.items():
         for seed in seeds:
             inp = make_inputs(seqs, H=H, HV=HV, seed=seed)

@@ -3,12 +3,12 @@
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
-    rows       [4, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
+    rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
                              cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||, uf = exp(G_last - G) /
-                             ||k||; sequence n's tokens from row rows_start(n) = round_up(cu_seqlens[n], 4) + C n,
+                             ||k||, beta; sequence n's tokens from row rows_start(n) = round_up(cu_seqlens[n], 4) + C n,
                              each sequence followed by zero rows
-    a          [T, HV, C]    gated inverse A~ = (A (.) Gamma), A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta),
-                             from kkt_solve
+    a          [T, HV, C]    gated inverse A~ = (I + strict_lower(diag(beta) K K^T))^-1 (.) Gamma, from kkt_solve
+                             (no beta: it is applied to W, so A~'s diagonal is exactly 1 in bf16)
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
@@ -19,7 +19,7 @@ Outputs:
 Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g), written for
 the transposed state S^T [V, K], which is what the kernel holds:
     gamma_r = exp(G_r), Gamma_rs = exp(G_r - G_s) (r >= s), d_r = exp(G_last - G_r)   (all exponents <= 0)
-    W^T  = V^T - (S0^T K^T) diag(gamma) ;  Vn^T = W^T A~^T
+    W^T  = (V^T - (S0^T K^T) diag(gamma)) diag(beta) ;  Vn^T = W^T A~^T
     O^T  = scale [(S0^T Q^T) diag(gamma) + Vn^T P^T],  P = Q K^T (.) Gamma
     S^T  = gamma_last S0^T + (Vn^T diag(d)) K
 With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its chunk rows (the norms of q
@@ -57,6 +57,8 @@ warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through a
 
 import tilelang
 import tilelang.language as T
+
+from .kkt_solve import FACTOR_ROWS
 
 LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
@@ -125,7 +127,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     @T.macro
     def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c):
         """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released, all by TMA:
-        q, k, v, a and the chunk's four factor rows (kkt_solve forms them; rows past a sequence's end are
+        q, k, v, a and the chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are
         zeros, so d = 0 there)."""
         st = c % NS
         t0 = seq_start + c * C
@@ -134,7 +136,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
         T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
-        T.tma_copy(rows[0:4, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
+        T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
         T.barrier_arrive(full[st])
 
     @T.macro
@@ -226,7 +228,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         q: T.Tensor((num_tokens, num_k_heads, K), dtype),
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         v: T.Tensor((num_tokens, num_v_heads, V), dtype),
-        rows: T.Tensor((4, num_v_heads, rows_len), acc),
+        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), acc),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         h0: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
         ht: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
@@ -254,9 +256,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             v_s = T.alloc_shared((NS, C, BV), dtype)
             a_s = T.alloc_shared((NS, C, C), dtype)
             # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
-            # (column factor of Vn^T in S^T); kkt_solve's rows, zero past the sequence's end
-            fac_s = T.alloc_shared((NS, 4, C), acc)
-            fac_flat = T.view(fac_s, (NS * 4 * C,), acc)
+            # (column factor of Vn^T in S^T), beta_r (column factor of W^T); kkt_solve's rows, zero past the
+            # sequence's end
+            fac_s = T.alloc_shared((NS, FACTOR_ROWS, C), acc)
+            fac_flat = T.view(fac_s, (NS * FACTOR_ROWS * C,), acc)
             # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
             p_s = T.alloc_shared((2, C, C), dtype)
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
@@ -318,14 +321,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
                     if v_load == "ldsm":
                         for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
+                            w_b[i, j] = (vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]) * fac_s[st, 4, j]
                     else:
                         for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
+                            w_b[i, j] = (v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]) * fac_s[st, 4, j]
                     T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
                     # index to int64, a 64-bit c % 3 on the state's path every chunk)
-                    gl_row = st * (4 * C) + T.min(C, seq_end - t0) - 1
+                    gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
                     gl = T.exp2(fac_flat[gl_row] * LOG2E)
                     for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                         st_f[i, j] = st_f[i, j] * gl

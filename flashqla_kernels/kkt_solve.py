@@ -1,5 +1,5 @@
-"""Chunk inverse, gated: A~ = ((I + strict_lower(diag(beta) K K^T))^-1 diag(beta)) (.) Gamma, per chunk and
-value head, with the chunk-local cumsum of g that the fused kernel needs.
+"""Chunk inverse, gated: A~ = (I + strict_lower(diag(beta) K K^T))^-1 (.) Gamma, per chunk and value head,
+with the chunk-local cumsum of g and the other per-token factors that the fused kernel needs.
 
 Inputs (tokens of every sequence packed along one axis, T = total tokens):
     k            [T, H, K]   bf16/fp16, key head of value head hv is hv // (HV // H)
@@ -11,8 +11,8 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
     gva                      int32, HV // H (value heads a key head serves)
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :]
-    rows         [4, HV, R]  fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
-                             chunk's four rows by one TMA box: sequence n's tokens from row
+    rows         [5, HV, R]  fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
+                             chunk's five rows by one TMA box: sequence n's tokens from row
                              round_up(cu_seqlens[n], 4) + C n (a box must start 16-byte aligned), and the rows
                              after a sequence's last token up to its chunk's end written as zeros:
                   rows[0]    G, the cumsum of g from the start of the token's chunk
@@ -20,7 +20,13 @@ Outputs:
                   rows[2]    wf = exp(G_t) rk_t, the column factor of S^T K^T in W^T
                   rows[3]    uf = exp(G_last - G_t) rk_t (G_last: the chunk's last token's G), the column
                              factor of Vn^T in the state update
+                  rows[4]    beta_t, the column factor of W^T (see below)
 
+A~ carries no beta (v13): the fused kernel applies diag(beta) to W (W = diag(beta) (V - diag(gamma) Z), one
+multiply an element on the CUDA cores), so that A~'s diagonal is exactly 1 and its one rounding to bf16 does not
+perturb the largest term of Vn = A~ W. With beta inside A~ (v0-v12) the errors against float64 were 13% (o) and
+20% (final state) higher on the accuracy benchmark's inputs (H200; a float64 emulation of every rounding found it
+first: results/2026-11-24-h200-s14/beta_on_w_ab).
 The inverse is gate-free (the gate enters only its epilogue): inverting the gated matrix equals
 D (I+L)^-1 D^-1 with D = diag(exp G), i.e. the gate-free inverse multiplied elementwise by
 Gamma_rs = exp(G_r - G_s) (r >= s, exponent <= 0), which the epilogue applies before the one rounding to
@@ -57,6 +63,7 @@ import tilelang.language as T
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
+FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf, beta); chunk_fwd loads them by one TMA box
 
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
@@ -215,7 +222,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
         chunk_table: T.Tensor((num_slots, 3), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-        rows: T.Tensor((4, num_v_heads, rows_len), "float32"),
+        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), "float32"),
         gva: T.int32,
     ):
         with T.Kernel(num_slots, gva, num_k_heads, threads=threads) as (cid, hr, hk):
@@ -249,7 +256,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             x_b = T.alloc_local((2 * epilogue_batch,), "float32")
             g_b = T.alloc_local((epilogue_batch,), "float32")
             o_b = T.alloc_local((2,), dtype)
-            col_beta = T.alloc_local((2,), "float32")
             col_g = T.alloc_local((2,), "float32")
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
@@ -356,17 +362,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3)
                     store_row_stripe(x_s, xo, wi, gq, tq)
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
-                # epilogue: diag(beta) on the right, then the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i;
+                # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; beta is applied to W by chunk_fwd;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
-                # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's beta
-                # and G are loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
+                # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's G is
+                # loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
                 # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
                 # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
                 # in flight together instead of one latency per element.
                 cp = (tx % 32) * 2
                 row0 = (tx // 32) * rows_per_warp
                 for u in T.unroll(2):
-                    col_beta[u] = beta_s[cp + u]
                     col_g[u] = gc_s[cp + u]
                 for bb in T.serial(rows_per_warp // epilogue_batch):
                     for e in T.vectorized(epilogue_batch):
@@ -377,7 +382,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     for e in T.unroll(epilogue_batch):
                         ei = row0 + bb * epilogue_batch + e
                         for u in T.unroll(2):
-                            o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * col_beta[u] * T.exp2(
+                            o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
                                 T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
                         for u in T.vectorized(2):
                             ao_s[ei, cp + u] = o_b[u]
@@ -403,8 +408,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         rows[1, hv, r0 + i] = rk_i
                         rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E) * rk_i
                         rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rk_i
+                        rows[4, hv, r0 + i] = beta_s[i]
                     else:
-                        for f in T.unroll(4):
+                        for f in T.unroll(FACTOR_ROWS):
                             rows[f, hv, r0 + i] = 0.0
                 if a_store == "tma":
                     T.tma_store_wait()  # the staging tile must outlive the bulk store's reads

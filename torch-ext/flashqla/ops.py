@@ -18,6 +18,7 @@ import torch
 from . import loader
 
 CHUNK = 64
+FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf, beta), one TMA box a chunk for chunk_fwd
 # One op namespace per loaded copy of the package: the hub loader imports it under an id such as
 # "_flashqla_cuda_<hash>", so a pip install and a hub copy in one process register distinct ops.
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
@@ -158,18 +159,18 @@ def rows_len(num_tokens, num_seqs):
 @kernel_op
 def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
               use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per chunk: A~ = ((I + strict_lower(diag(beta) K K^T))^-1 diag(beta)) (.) exp(G_r - G_s) (lower
-    triangle), G = the chunk-local cumsum of g, and the fused kernel's per-token factors.
+    """Per chunk: A~ = (I + strict_lower(diag(beta) K K^T))^-1 (.) exp(G_r - G_s) (lower triangle; no beta,
+    which chunk_fwd applies to W), G = the chunk-local cumsum of g, and the fused kernel's per-token factors.
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
-    (k's dtype), rows [4, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
-    exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), sequence n's tokens from row
+    (k's dtype), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
+    exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta; sequence n's tokens from row
     :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
     """
     T, H, K = k.shape
     N = _seqs_of_table(chunk_table, T)
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
-    rows = _empty(4, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
+    rows = _empty(FACTOR_ROWS, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
     if T == 0:
         return a, rows
     k = _aligned(k)
@@ -184,7 +185,8 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
 def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     T = k.shape[0]
     N = _seqs_of_table(chunk_table, T)
-    return (k.new_empty(T, num_v_heads, CHUNK), k.new_empty(4, num_v_heads, rows_len(T, N), dtype=torch.float32))
+    return (k.new_empty(T, num_v_heads, CHUNK),
+            k.new_empty(FACTOR_ROWS, num_v_heads, rows_len(T, N), dtype=torch.float32))
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
