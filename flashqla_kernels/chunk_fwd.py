@@ -4,11 +4,12 @@ Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
     rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
-                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||, uf = exp(G_last - G) /
-                             ||k||, beta; sequence n's tokens from row rows_start(n) = round_up(cu_seqlens[n], 4) + C n,
+                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||, uf = beta exp(G_last - G)
+                             / ||k||, beta; sequence n's tokens from row rows_start(n) = round_up(cu_seqlens[n], 4) + C n,
                              each sequence followed by zero rows
-    a          [T, HV, C]    gated inverse A~ = (I + strict_lower(diag(beta) K K^T))^-1 (.) Gamma, from kkt_solve
-                             (no beta: it is applied to W, so A~'s diagonal is exactly 1 in bf16)
+    a          [T, HV, C]    gated inverse A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, from kkt_solve
+                             (A~'s diagonal is exactly 1 in bf16; the delta rule's beta enters P and the state
+                             update: see kkt_solve.py)
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
@@ -19,9 +20,9 @@ Outputs:
 Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g), written for
 the transposed state S^T [V, K], which is what the kernel holds:
     gamma_r = exp(G_r), Gamma_rs = exp(G_r - G_s) (r >= s), d_r = exp(G_last - G_r)   (all exponents <= 0)
-    W^T  = (V^T - (S0^T K^T) diag(gamma)) diag(beta) ;  Vn^T = W^T A~^T
+    W^T  = V^T - (S0^T K^T) diag(gamma) ;  Vn'^T = W^T A~^T ;  Vn^T = Vn'^T diag(beta)   (see kkt_solve.py)
     O^T  = scale [(S0^T Q^T) diag(gamma) + Vn^T P^T],  P = Q K^T (.) Gamma
-    S^T  = gamma_last S0^T + (Vn^T diag(d)) K
+    S^T  = gamma_last S0^T + (Vn'^T diag(d beta)) K
 With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its chunk rows (the norms of q
 are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
 Rows past the end of a sequence: a and v arrive by TMA from the next sequence's rows (finite: every row of
@@ -85,7 +86,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
                       state_regs: int = 208, aux_regs: int = 88, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
-                      pdl: bool = True):
+                      pdl: bool = True, sq_order: str = "overlap"):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -109,7 +110,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # passed their own wait on the grid before them, so here every input but kkt_solve's outputs (a, rows) is
     # complete when a CTA starts: the state warpgroups load h0 at once, and only the auxiliary warpgroup, whose
     # producer loads a and rows by TMA, waits for kkt_solve's grid (griddepcontrol.wait) before its first load.
-    assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds")
+    # sq_order: how long S^T Q^T (issued right after Z^T) overlaps the forming of W^T, i.e. how much of st_b is
+    # live then. "overlap" (default): all of it runs on while W^T is formed (st_b, ot_f, z_f and V^T/W^T all
+    # live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited for before W^T
+    # (st_b dead by then). "split": S^T in bf16 as two K halves (st_h0, st_h1) and each product as two commit
+    # groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0 dead,
+    # before W^T while its second half runs on. "wait" and "split" fit state_regs 192 with no spill and no
+    # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
+    # the same values (the fp32 accumulation order is unchanged).
+    assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
@@ -256,8 +265,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             v_s = T.alloc_shared((NS, C, BV), dtype)
             a_s = T.alloc_shared((NS, C, C), dtype)
             # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
-            # (column factor of Vn^T in S^T), beta_r (column factor of W^T); kkt_solve's rows, zero past the
-            # sequence's end
+            # beta_r (column factor of Vn'^T in S^T), beta_r (Vn = Vn' diag(beta), O's operand); kkt_solve's rows,
+            # zero past the sequence's end
             fac_s = T.alloc_shared((NS, FACTOR_ROWS, C), acc)
             fac_flat = T.view(fac_s, (NS * FACTOR_ROWS * C,), acc)
             # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
@@ -272,6 +281,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             st_f = T.alloc_fragment((BV, K), acc)     # S^T
             st_b = T.alloc_fragment((BV, K), dtype)
+            if sq_order == "split":  # S^T in bf16 by K halves
+                st_h0 = T.alloc_fragment((BV, K // 2), dtype)
+                st_h1 = T.alloc_fragment((BV, K // 2), dtype)
             z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn^T
             w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn^T d
             vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T
@@ -311,20 +323,40 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.barrier_wait(full[st], (c // NS) % 2)
                     if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
                         load_v_transposed(v_s, vt_b, st, tx)
-                    T.copy(st_f, st_b)
-                    T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    if sq_order == "split":
+                        # S^T in bf16 as two K halves, each product as two commit groups (the same wgmma
+                        # instructions in the same order): st_h0 dies once S^T Q^T's first half is done
+                        for i, j in T.Parallel(BV, K // 2):
+                            st_h0[i, j] = st_f[i, j]
+                        for i, j in T.Parallel(BV, K // 2):
+                            st_h1[i, j] = st_f[i, j + K // 2]
+                        T.wgmma_gemm(st_h0, k_s[st, :, 0:K // 2], z_f, transpose_B=True, clear_accum=True,
+                                     policy=full_row)
+                        T.wgmma_gemm(st_h1, k_s[st, :, K // 2:K], z_f, transpose_B=True, clear_accum=False,
+                                     policy=full_row)
+                    else:
+                        T.copy(st_f, st_b)
+                        T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
-                    T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    if sq_order == "split":
+                        T.wgmma_gemm(st_h0, q_s[st, :, 0:K // 2], ot_f, transpose_B=True, clear_accum=True,
+                                     policy=full_row)
+                        T.wgmma_gemm(st_h1, q_s[st, :, K // 2:K], ot_f, transpose_B=True, clear_accum=False,
+                                     policy=full_row)
+                    else:
+                        T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=full_row)
                     if v_load == "ldsm" and not V_EARLY:
                         load_v_transposed(v_s, vt_b, st, tx)
-                    T.wait_wgmma(1)  # Z^T done; S^T Q^T may still run while W^T is formed
+                    # "overlap": Z^T done, S^T Q^T may still run while W^T is formed; "split": Z^T and S^T Q^T's
+                    # first half done, its second half may still run; "wait": both done
+                    T.wait_wgmma(0 if sq_order == "wait" else 1)
                     if v_load == "ldsm":
                         for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = (vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]) * fac_s[st, 4, j]
+                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
                     else:
                         for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = (v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]) * fac_s[st, 4, j]
+                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
                     T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
                     # index to int64, a 64-bit c % 3 on the state's path every chunk)
@@ -334,9 +366,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         st_f[i, j] = st_f[i, j] * gl
                     T.wait_wgmma(0)
                     for i, j in T.Parallel(BV, C):
-                        vn_b[i, j] = z_f[i, j]
                         w_b[i, j] = z_f[i, j] * fac_s[st, 3, j]
                     T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
+                    for i, j in T.Parallel(BV, C):  # O's operand Vn = Vn' diag(beta), while the state update runs
+                        vn_b[i, j] = z_f[i, j] * fac_s[st, 4, j]
                     T.barrier_wait(p_ready[pb], (c // 2) % 2)
                     for i, j in T.Parallel(BV, C):
                         ot_f[i, j] = ot_f[i, j] * of_s[pb, j]

@@ -1,4 +1,4 @@
-"""Chunk inverse, gated: A~ = (I + strict_lower(diag(beta) K K^T))^-1 (.) Gamma, per chunk and value head,
+"""Chunk inverse, gated: A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, per chunk and value head,
 with the chunk-local cumsum of g and the other per-token factors that the fused kernel needs.
 
 Inputs (tokens of every sequence packed along one axis, T = total tokens):
@@ -18,21 +18,23 @@ Outputs:
                   rows[0]    G, the cumsum of g from the start of the token's chunk
                   rows[1]    rk = 1 / ||k_t|| (use_l2norm; else 1)
                   rows[2]    wf = exp(G_t) rk_t, the column factor of S^T K^T in W^T
-                  rows[3]    uf = exp(G_last - G_t) rk_t (G_last: the chunk's last token's G), the column
-                             factor of Vn^T in the state update
-                  rows[4]    beta_t, the column factor of W^T (see below)
+                  rows[3]    uf = exp(G_last - G_t) rk_t beta_t (G_last: the chunk's last token's G), the
+                             column factor of Vn'^T in the state update
+                  rows[4]    beta_t, the column factor of Vn'^T in O (see below)
 
-A~ carries no beta (v13): the fused kernel applies diag(beta) to W (W = diag(beta) (V - diag(gamma) Z), one
-multiply an element on the CUDA cores), so that A~'s diagonal is exactly 1 and its one rounding to bf16 does not
-perturb the largest term of Vn = A~ W. With beta inside A~ (v0-v12) the errors against float64 were 13% (o) and
-20% (final state) higher on the accuracy benchmark's inputs (H200; a float64 emulation of every rounding found it
-first: results/2026-11-24-h200-s14/beta_on_w_ab).
+A~ carries no beta (v13b): the delta rule's A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta) equals
+diag(beta) (I + strict_lower(K K^T diag(beta)))^-1 (push-through), so with Y the latter inverse the fused kernel
+forms Vn' = (Y (.) Gamma) W, and beta enters where a factor is applied anyway: the state update's column factor
+(uf beta) and O's operand Vn = Vn' diag(beta) (formed while the state update runs, off the state's chain). A~'s diagonal is exactly 1, and its one
+rounding to bf16 no longer perturbs the largest term of the product. With A~ = (A (.) Gamma) (v0-v12) the errors
+against float64 were 13% (o) and 20% (final state) higher on the accuracy benchmark's inputs (H200; a float64
+emulation of every rounding found it first: results/2026-11-24-h200-s14/beta_on_w_ab).
 The inverse is gate-free (the gate enters only its epilogue): inverting the gated matrix equals
 D (I+L)^-1 D^-1 with D = diag(exp G), i.e. the gate-free inverse multiplied elementwise by
 Gamma_rs = exp(G_r - G_s) (r >= s, exponent <= 0), which the epilogue applies before the one rounding to
 bf16/fp16. With use_l2norm, L is built from normalised keys without a pass over HBM: ||k_r||^2 is the
-diagonal of K K^T. Rows past the end of a sequence get beta = 0 and g = 0, so they solve to zero and are
-never stored (a chunk never writes into its neighbour's rows).
+diagonal of K K^T. Rows past the end of a sequence get beta = 0 and g = 0 and their rows of L are masked, so
+they solve to identity rows and zero columns and are never stored (a chunk never writes into its neighbour's rows).
 
 Tile plan: one CTA of `threads` threads per (chunk slot, value head), on a grid (S, gva, H) so that the value
 head hv = hk gva + r needs no division, and the slot's tokens come from one table load (the runtime caches the
@@ -63,7 +65,7 @@ import tilelang.language as T
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
-FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf, beta); chunk_fwd loads them by one TMA box
+FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); chunk_fwd loads them by one TMA box
 
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
@@ -240,8 +242,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             gc_s = T.alloc_shared((C,), "float32")
             g_sum = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
-            rb_f = T.alloc_fragment((C,), "float32")  # L's row factor beta_i (times 1/||k_i||), by row
-            cn_f = T.alloc_fragment((C,), "float32")  # L's column factor 1/||k_j|| (use_l2norm), by column
+            rb_f = T.alloc_fragment((C,), "float32")  # L's row factor 1/||k_i|| (use_l2norm), by row
+            cn_f = T.alloc_fragment((C,), "float32")  # L's column factor beta_j (times 1/||k_j||), by column
             x_s = T.alloc_shared((C, XS), "float32")
             if merge == "mma":
                 xo = T.alloc_local((24,), "float32")
@@ -293,16 +295,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                             rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
                     # the row and column factors into registers once (per element they were 3 shared loads)
                     for i in T.Parallel(C):
-                        rb_f[i] = beta_s[i] * rn_s[i]
+                        rb_f[i] = rn_s[i]
                     for j in T.Parallel(C):  # a loop of its own: cn_f is laid out by column, rb_f by row
-                        cn_f[j] = rn_s[j]
-                    for i, j in T.Parallel(C, C):
-                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+                        cn_f[j] = beta_s[j] * rn_s[j]
+                    for i, j in T.Parallel(C, C):  # rows past the sequence's end masked: identity rows of X
+                        kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
                 else:
-                    for i in T.Parallel(C):
-                        rb_f[i] = beta_s[i]
+                    for j in T.Parallel(C):
+                        cn_f[j] = beta_s[j]
                     for i, j in T.Parallel(C, C):
-                        kk_f[i, j] = T.if_then_else(j < i, kk_f[i, j] * rb_f[i], 0.0)
+                        kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * cn_f[j], 0.0)
                 # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
                 for i, j in T.Parallel(C, C):
                     if j // SUB <= i // SUB:
@@ -362,7 +364,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3)
                     store_row_stripe(x_s, xo, wi, gq, tq)
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
-                # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; beta is applied to W by chunk_fwd;
+                # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; chunk_fwd applies beta elsewhere;
                 # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
                 # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's G is
                 # loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
@@ -407,7 +409,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         rows[0, hv, r0 + i] = gc_s[i]
                         rows[1, hv, r0 + i] = rk_i
                         rows[2, hv, r0 + i] = T.exp2(gc_s[i] * LOG2E) * rk_i
-                        rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rk_i
+                        rows[3, hv, r0 + i] = T.exp2((gc_s[last] - gc_s[i]) * LOG2E) * rk_i * beta_s[i]
                         rows[4, hv, r0 + i] = beta_s[i]
                     else:
                         for f in T.unroll(FACTOR_ROWS):

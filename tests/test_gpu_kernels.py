@@ -81,8 +81,8 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
             c1 = min(c0 + 64, e)
             for hv in range(4):
                 kc = kd[c0:c1, hv // 2]
-                L = torch.tril(bd[c0:c1, hv, None] * (kc @ kc.T), -1)
-                ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L)  # no beta
+                L = torch.tril((kc @ kc.T) * bd[c0:c1, hv], -1)  # K K^T diag(beta): A~ carries no beta
+                ref = torch.linalg.inv(torch.eye(c1 - c0, dtype=torch.float64, device=k.device) + L)
                 G = gd[c0:c1, hv].cumsum(0)
                 gate = torch.tril(torch.exp(G[:, None] - G[None, :]))
                 r0 = ops.rows_start(s, n) + (c0 - s)  # the chunk's first factor row
@@ -90,8 +90,8 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
                 assert rel_l2(rows[0, hv, r0:r1], G) < 1e-5
                 assert torch.equal(rows[1, hv, r0:r1], torch.ones_like(rows[1, hv, r0:r1]))  # 1/||k|| w/o l2norm
                 assert rel_l2(rows[2, hv, r0:r1], torch.exp(G)) < 1e-5
-                assert rel_l2(rows[3, hv, r0:r1], torch.exp(G[-1] - G)) < 1e-5
-                assert torch.equal(rows[4, hv, r0:r1], beta[c0:c1, hv])  # beta, applied to W by chunk_fwd
+                assert rel_l2(rows[3, hv, r0:r1], torch.exp(G[-1] - G) * bd[c0:c1, hv]) < 1e-5
+                assert torch.equal(rows[4, hv, r0:r1], beta[c0:c1, hv])  # beta, Vn's factor in chunk_fwd's output
                 assert not rows[:, hv, r1:r0 + 64].any()  # past the sequence's end: zeros up to the chunk's end
                 assert rel_l2(a[c0:c1, hv, : c1 - c0], ref * gate) < TOL
                 assert not a[c0:c1, hv, c1 - c0:].any()  # columns past the chunk's end are zero

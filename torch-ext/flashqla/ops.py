@@ -18,7 +18,7 @@ import torch
 from . import loader
 
 CHUNK = 64
-FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf, beta), one TMA box a chunk for chunk_fwd
+FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf beta, beta), one TMA box a chunk for chunk_fwd
 # One op namespace per loaded copy of the package: the hub loader imports it under an id such as
 # "_flashqla_cuda_<hash>", so a pip install and a hub copy in one process register distinct ops.
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
@@ -159,12 +159,13 @@ def rows_len(num_tokens, num_seqs):
 @kernel_op
 def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
               use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per chunk: A~ = (I + strict_lower(diag(beta) K K^T))^-1 (.) exp(G_r - G_s) (lower triangle; no beta,
-    which chunk_fwd applies to W), G = the chunk-local cumsum of g, and the fused kernel's per-token factors.
+    """Per chunk: A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) exp(G_r - G_s) (lower triangle; the delta
+    rule's beta enters chunk_fwd's output and state update instead, see kkt_solve.py), G = the chunk-local cumsum of g,
+    and the fused kernel's per-token factors.
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
     (k's dtype), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
-    exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta; sequence n's tokens from row
+    beta exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta; sequence n's tokens from row
     :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
     """
     T, H, K = k.shape

@@ -50,6 +50,8 @@ VARIANTS = {
     "o_fp32": {"o_round": False},                               # no final output rounding
     "su_from_vnb": {"su_mode": "vnb"},                          # state operand bf16(d * bf16(Vn))
     "beta_on_w": {"beta_on_w": True},
+    "beta_on_p": {"beta_on_p": True},
+    "beta_on_vn": {"beta_on_p": True, "vn_beta": True},         # as beta_on_p, beta on Vn' rows for O instead of P                           # Y = (I + N diag(beta))^-1, Vn' = (Y.Gamma) W, beta on P and d
     "beta_on_w_vb16": {"beta_on_w": True, "vb16": True},         # as beta_on_w, beta v rounded to bf16 first (packed HMUL2)                           # A~ without beta (X (.) Gamma), W = bf16(beta (V - gamma Z))
     "w_and_a_fp32": {"w_round": False, "a_round": False},
     "all_fp32_but_io": {"w_round": False, "a_round": False, "su_round": False, "sb_round": False,
@@ -109,7 +111,14 @@ def run_variant(inp, opts):
             bcd = bc.to(dt).unsqueeze(-1)
             Sb = r_sb(S)
             if algebra == "kernel":
-                if opts.get("beta_on_w"):
+                if opts.get("beta_on_p"):
+                    kk = kc.double() @ kc.double().transpose(-1, -2)
+                    Lc = (kk * bc.double().unsqueeze(-2)).tril(-1)
+                    eye = torch.eye(c1 - c0, dtype=torch.float64)
+                    Y = torch.linalg.solve_triangular(eye + Lc, eye.expand_as(Lc), upper=False, unitriangular=True)
+                    At = r_a(Y.to(dt) * Gamma)
+                    W = r_w(vc - gamma * (kc @ Sb))
+                elif opts.get("beta_on_w"):
                     At = r_a(X * Gamma)
                     if opts.get("vb16"):
                         W = r_w(rb(bcd * vc) - bcd * gamma * (kc @ Sb))
@@ -133,6 +142,17 @@ def run_variant(inp, opts):
                 w = rb(Af @ rb(bcd * gamma * kc))
                 Vn = u - w @ Sb
             vn_b = r_vn(Vn)
+            if opts.get("beta_on_p"):  # Vn here is Vn' (no beta): beta enters P's columns and the state update's d
+                if opts.get("vn_beta"):
+                    P = r_p((qc @ kc.transpose(-1, -2)) * Gamma * scale)
+                    oc = (qc @ Sb) * (gamma * scale) + P @ r_vn(bcd * Vn)
+                else:
+                    P = r_p((qc @ kc.transpose(-1, -2)) * Gamma * scale * bc.to(dt).unsqueeze(-2))
+                    oc = (qc @ Sb) * (gamma * scale) + P @ vn_b
+                o[:, c0:c1] = r_o(oc)
+                U = r_su(d * bcd * Vn)
+                S = gl * S + kc.transpose(-1, -2) @ U
+                continue
             if algebra == "fla_exact":
                 P = r_p((qc @ kc.transpose(-1, -2)) * Gamma)
                 oc = scale * ((qc @ Sb) * gamma) + scale * (P @ vn_b)
