@@ -4,12 +4,12 @@ Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
     rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
-                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||, uf = beta exp(G_last - G)
-                             / ||k||, beta; sequence n's tokens from row rows_start(n) = round_up(cu_seqlens[n], 4) + C n,
-                             each sequence followed by zero rows
+                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||,
+                             uf = beta exp(G_last - G) / ||k||, beta; sequence n's tokens from row
+                             rows_start(n) = round_up(cu_seqlens[n], 4) + C n, each sequence followed by zero rows
     a          [T, HV, C]    gated inverse A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, from kkt_solve
-                             (A~'s diagonal is exactly 1 in bf16; the delta rule's beta enters P and the state
-                             update: see kkt_solve.py)
+                             (A~'s diagonal is exactly 1 in bf16; the delta rule's beta enters O's operand Vn and
+                             the state update's factor uf: see kkt_solve.py)
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
@@ -117,7 +117,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0 dead,
     # before W^T while its second half runs on. "wait" and "split" fit state_regs 192 with no spill and no
     # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
-    # the same values (the fp32 accumulation order is unchanged).
+    # the same values (the fp32 accumulation order is unchanged). "split" at 192 / aux 120 measured the same speed
+    # as "overlap" at 208 / 88 (results/2026-11-24-h200-s14/beta_on_vn_split_ab): the budget of a 4-warpgroup kernel.
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
@@ -284,9 +285,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             if sq_order == "split":  # S^T in bf16 by K halves
                 st_h0 = T.alloc_fragment((BV, K // 2), dtype)
                 st_h1 = T.alloc_fragment((BV, K // 2), dtype)
-            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn^T
-            w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn^T d
-            vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T
+            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn'^T
+            w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn'^T diag(uf) (uf carries beta)
+            vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T = Vn'^T diag(beta), O's operand
             vt_b = T.alloc_fragment((BV, C), dtype)   # V^T by ldmatrix.trans, laid out as W^T
             if v_load == "ldsm":
                 T.annotate_layout({vt_b: accumulator_layout(BV, C)})

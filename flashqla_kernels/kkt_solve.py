@@ -25,10 +25,11 @@ Outputs:
 A~ carries no beta (v13b): the delta rule's A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta) equals
 diag(beta) (I + strict_lower(K K^T diag(beta)))^-1 (push-through), so with Y the latter inverse the fused kernel
 forms Vn' = (Y (.) Gamma) W, and beta enters where a factor is applied anyway: the state update's column factor
-(uf beta) and O's operand Vn = Vn' diag(beta) (formed while the state update runs, off the state's chain). A~'s diagonal is exactly 1, and its one
-rounding to bf16 no longer perturbs the largest term of the product. With A~ = (A (.) Gamma) (v0-v12) the errors
-against float64 were 13% (o) and 20% (final state) higher on the accuracy benchmark's inputs (H200; a float64
-emulation of every rounding found it first: results/2026-11-24-h200-s14/beta_on_w_ab).
+(uf beta) and O's operand Vn = Vn' diag(beta) (formed while the state update runs, off the state's chain).
+A~'s diagonal is exactly 1, and its one rounding to bf16 no longer perturbs the largest term of the product.
+With A~ = (A (.) Gamma) (v0-v12) the errors against float64 were 13% (o) and 20% (final state) higher on the
+accuracy benchmark's inputs, at ~2% more GPU time now (H200; a float64 emulation of every rounding found it
+first: results/2026-11-24-h200-s14/beta_on_w_ab, accuracy_cost_ab).
 The inverse is gate-free (the gate enters only its epilogue): inverting the gated matrix equals
 D (I+L)^-1 D^-1 with D = diag(exp G), i.e. the gate-free inverse multiplied elementwise by
 Gamma_rs = exp(G_r - G_s) (r >= s, exponent <= 0), which the epilogue applies before the one rounding to
