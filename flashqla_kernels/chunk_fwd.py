@@ -30,8 +30,9 @@ a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn column
 d = 0 (kkt_solve's zero factor rows past each sequence) removes from the state and the masked Gamma removes
 from O; they are never stored.
 
-Tile plan: one CTA per (sequence, value head, V block of `block_v`), block_v / 64 "state" warpgroups and one
-auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
+Tile plan: one CTA per (sequence, value head, V block of `block_v`), block_v / 64 "state" warpgroups, one
+auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (threads = 128 (block_v / 64 + 1),
++ 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128):
     state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
                 has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
@@ -43,10 +44,10 @@ auxiliary warpgroup (threads = 128 (block_v / 64 + 1)):
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (the row factor scale / ||q_r||
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
-                gamma_r scale / ||q_r||; then its first warp is the
-                producer: TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk
-                c + num_stages - 1, nothing else (it used to form the factors itself, in series with P).
-The loads run num_stages - 1 chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
+                gamma_r scale / ||q_r||. At block_v 64 its first warp is also the producer, between two P's.
+    producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
+                soon as the stage is released, nothing else (its own warpgroup's first warp at block_v 128).
+The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
 a fence waits for every memory operation of its thread and the pass put one before every chunk's first wgmma):
@@ -84,9 +85,10 @@ def accumulator_layout(rows: int, cols: int):
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
-                      state_regs: int = 208, aux_regs: int = 88, aux_unroll: int | None = None,
+                      state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
-                      pdl: bool = True, sq_order: str = "overlap"):
+                      pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
+                      producer_regs: int = 24):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -94,10 +96,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
     # the block_v 64 rows 1-2% slower.
-    # setmaxnreg (block_v 128 only: 384 threads launch with 168 registers a thread): the two state
-    # warpgroups grow to `state_regs` (inc), the auxiliary one shrinks to `aux_regs` (dec). The pool is
-    # what the launch allocated, 168 x 384, so 2 state_regs + aux_regs <= 504; asking for more makes
-    # setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
+    # setmaxnreg (block_v 128 only): the two state warpgroups grow to `state_regs` (inc), the others shrink to
+    # `aux_regs` and `producer_regs` (dec). The pool is what the launch allocated (512 threads x 128 with the
+    # producer warpgroup, else 384 x 168), so 2 state_regs + aux_regs (+ producer_regs) <= 512 (504); asking for
+    # more makes setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
     AUX_UNROLL = aux_unroll or (2 if block_v == 128 else 1)
@@ -111,21 +113,35 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # complete when a CTA starts: the state warpgroups load h0 at once, and only the auxiliary warpgroup, whose
     # producer loads a and rows by TMA, waits for kkt_solve's grid (griddepcontrol.wait) before its first load.
     # sq_order: how long S^T Q^T (issued right after Z^T) overlaps the forming of W^T, i.e. how much of st_b is
-    # live then. "overlap" (default): all of it runs on while W^T is formed (st_b, ot_f, z_f and V^T/W^T all
-    # live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited for before W^T
+    # live then. "overlap" (default without producer_wg): all of it runs on while W^T is formed (st_b, ot_f, z_f
+    # and V^T/W^T all live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited for before W^T
     # (st_b dead by then). "split": S^T in bf16 as two K halves (st_h0, st_h1) and each product as two commit
     # groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0 dead,
     # before W^T while its second half runs on. "wait" and "split" fit state_regs 192 with no spill and no
     # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
     # the same values (the fp32 accumulation order is unchanged). "split" at 192 / aux 120 measured the same speed
     # as "overlap" at 208 / 88 (results/2026-11-24-h200-s14/beta_on_vn_split_ab): the budget of a 4-warpgroup kernel.
+    # producer_wg (default at block_v 128, v14): the TMA producer is a warpgroup of its own (its first warp issues,
+    # at setmaxnreg producer_regs), not the auxiliary warpgroup's first warp between two P's, so loads run as far
+    # ahead as the stages allow and P's loop waits on nothing but its inputs and P's buffers. 512 threads launch
+    # with 128 registers each: 2 state_regs + aux_regs + producer_regs <= 512 (FlashInfer's split: 2 x 192 + 104 +
+    # 24), so the state warpgroups run sq_order "split" at 192 (defaults then: 192 / 104). Measured
+    # (results/2026-11-24-h200-s14/producer_wg_ab): block_v 128 rows 1-3% less GPU time (graph replay), 2.5-5% less
+    # eager time. Without it (and at block_v 64): "overlap", state 208 / aux 88.
+    PRODUCER_WG = block_v == 128 if producer_wg is None else producer_wg
+    sq_order = sq_order or ("split" if PRODUCER_WG else "overlap")
+    state_regs = state_regs or (192 if PRODUCER_WG else 208)
+    aux_regs = aux_regs or (104 if PRODUCER_WG else 88)
+    producer_wg = PRODUCER_WG
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
+    assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
     ST = 128 * NSW                      # state threads
-    THREADS = ST + 128
-    assert NSW == 1 or 2 * state_regs + aux_regs <= 3 * 168
+    THREADS = ST + 128 + (128 if producer_wg else 0)
+    assert NSW == 1 or producer_wg or 2 * state_regs + aux_regs <= 3 * 168
+    PT = ST + 128  # first thread of the producer warpgroup (producer_wg)
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -387,6 +403,25 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     for i, j in T.Parallel(BV, K):
                         ht[n, hv, j, v0 + i] = st_f[i, j]
 
+            elif producer_wg:
+                if tx < PT:
+                    # ----------------------------------------------------- auxiliary warpgroup: P only
+                    T.set_max_nreg(aux_regs, 0)
+                    for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+                        for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
+                            c = 2 * c2 + par
+                            if c < n_chunks:
+                                form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
+                                       empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                else:
+                    # ----------------------------------------------------- producer warpgroup (first warp loads)
+                    T.set_max_nreg(producer_regs, 0)
+                    if pdl:  # kkt_solve's a and rows are complete and visible from here on
+                        T.pdl_sync()
+                    for c in T.serial(n_chunks):
+                        if tx < PT + 32:
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c)
             else:
                 # ------------------------------------------------------------- auxiliary warpgroup
                 if NSW > 1:
