@@ -114,10 +114,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # producer loads a and rows by TMA, waits for kkt_solve's grid (griddepcontrol.wait) before its first load.
     # sq_order: how long S^T Q^T (issued right after Z^T) overlaps the forming of W^T, i.e. how much of st_b is
     # live then. "overlap" (default without producer_wg): all of it runs on while W^T is formed (st_b, ot_f, z_f
-    # and V^T/W^T all live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited for before W^T
-    # (st_b dead by then). "split": S^T in bf16 as two K halves (st_h0, st_h1) and each product as two commit
-    # groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0 dead,
-    # before W^T while its second half runs on. "wait" and "split" fit state_regs 192 with no spill and no
+    # and V^T/W^T all live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited
+    # for before W^T (st_b dead by then). "split": S^T in bf16 as two K halves (st_h0, st_h1) and each product as
+    # two commit groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0
+    # dead, before W^T while its second half runs on. "wait" and "split" fit state_regs 192 with no spill and no
     # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
     # the same values (the fp32 accumulation order is unchanged). "split" at 192 / aux 120 measured the same speed
     # as "overlap" at 208 / 88 (results/2026-11-24-h200-s14/beta_on_vn_split_ab): the budget of a 4-warpgroup kernel.
@@ -230,6 +230,23 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
         T.barrier_arrive(p_ready[pb])
         T.barrier_arrive(empty[st])
+
+    @T.macro
+    def p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
+                        full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0, scale, n_chunks, tx,
+                        loads):
+        """Auxiliary warpgroup at block_v 128: P for every chunk, two chunks a step (c % 2, P's buffer, is a constant
+        in each copy); with `loads` (no producer warpgroup) its first warp loads chunk c + NS - 1 after each P."""
+        for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+            for par in T.unroll(2):
+                c = 2 * c2 + par
+                if c < n_chunks:
+                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
+                           p_used, seq_start, seq_end, scale, c)
+                    if loads:
+                        if tx < ST + 32 and c + NS - 1 < n_chunks:
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c + NS - 1)
 
     @T.macro
     def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
@@ -407,12 +424,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if tx < PT:
                     # ----------------------------------------------------- auxiliary warpgroup: P only
                     T.set_max_nreg(aux_regs, 0)
-                    for c2 in T.serial(T.ceildiv(n_chunks, 2)):
-                        for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
-                            c = 2 * c2 + par
-                            if c < n_chunks:
-                                form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                       empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                    p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
+                                    pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
+                                    scale, n_chunks, tx, False)
                 else:
                     # ----------------------------------------------------- producer warpgroup (first warp loads)
                     T.set_max_nreg(producer_regs, 0)
@@ -433,15 +447,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     if tx < ST + 32 and c0 < n_chunks:
                         load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c0)
                 if AUX_UNROLL == 2:
-                    for c2 in T.serial(T.ceildiv(n_chunks, 2)):
-                        for par in T.unroll(2):  # two chunks a step: c % 2 is a constant in each copy
-                            c = 2 * c2 + par
-                            if c < n_chunks:
-                                form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                       empty, p_ready, p_used, seq_start, seq_end, scale, c)
-                                if tx < ST + 32 and c + NS - 1 < n_chunks:
-                                    load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
-                                               rows0, hk, hv, v0, c + NS - 1)
+                    p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
+                                    pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
+                                    scale, n_chunks, tx, True)
                 else:
                     for c in T.serial(n_chunks):
                         form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty,
