@@ -101,3 +101,12 @@ def test_lowered_source_uses_registers_and_vector_io(block_v):
     assert "__shared__" not in kernel and "__syncthreads" not in kernel
     assert kernel.count("*(float4*)(s_r") == 2  # one h0 load, one ht store (unrolled over rows)
     assert "__shfl_xor_sync" in kernel and "exp2f" in kernel
+
+
+def test_factor_rows_agree_between_runtime_and_kernels():
+    """kkt_solve writes FACTOR_ROWS per-token factor rows that chunk_fwd loads by one TMA box; the runtime allocates
+    them (ops.FACTOR_ROWS) without importing the build-time package, so the two constants must agree."""
+    pytest.importorskip("tilelang")
+    from flashqla_kernels.kkt_solve import FACTOR_ROWS
+
+    assert ops.FACTOR_ROWS == FACTOR_ROWS == 5
