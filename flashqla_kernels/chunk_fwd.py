@@ -249,6 +249,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                        hv, v0, c + NS - 1)
 
     @T.macro
+    def state_times(st_b, st_h0, st_h1, x_s, st, acc_f):
+        """State warpgroups: acc_f = S^T X^T for stage st of x_s [NS, C, K] (k or q), from S^T in bf16: one wgmma
+        group, or with sq_order "split" two groups over the K halves (the same instructions in the same order)."""
+        if sq_order == "split":
+            T.wgmma_gemm(st_h0, x_s[st, :, 0:K // 2], acc_f, transpose_B=True, clear_accum=True, policy=full_row)
+            T.wgmma_gemm(st_h1, x_s[st, :, K // 2:K], acc_f, transpose_B=True, clear_accum=False, policy=full_row)
+        else:
+            T.wgmma_gemm(st_b, x_s[st, :, :], acc_f, transpose_B=True, clear_accum=True, policy=full_row)
+
+    @T.macro
     def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
         """State warpgroups: the O^T of the chunk starting at token t0 -> o_s (transposed) -> global. A full
         chunk leaves by one TMA store that nobody waits for until o_s is rewritten a chunk later; a sequence's
@@ -314,10 +324,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                o_s: tilelang.layout.make_swizzled_layout(o_s)})
 
             st_f = T.alloc_fragment((BV, K), acc)     # S^T
-            st_b = T.alloc_fragment((BV, K), dtype)
-            if sq_order == "split":  # S^T in bf16 by K halves
+            # S^T in bf16 (the A operand of Z^T and S^T Q^T): whole, or by K halves with sq_order "split"
+            st_b = st_h0 = st_h1 = None
+            if sq_order == "split":
                 st_h0 = T.alloc_fragment((BV, K // 2), dtype)
                 st_h1 = T.alloc_fragment((BV, K // 2), dtype)
+            else:
+                st_b = T.alloc_fragment((BV, K), dtype)
             z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn'^T
             w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn'^T diag(uf) (uf carries beta)
             vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T = Vn'^T diag(beta), O's operand
@@ -357,29 +370,17 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.barrier_wait(full[st], (c // NS) % 2)
                     if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
                         load_v_transposed(v_s, vt_b, st, tx)
-                    if sq_order == "split":
-                        # S^T in bf16 as two K halves, each product as two commit groups (the same wgmma
-                        # instructions in the same order): st_h0 dies once S^T Q^T's first half is done
+                    if sq_order == "split":  # S^T in bf16 as two K halves: st_h0 dies once S^T Q^T's first half is done
                         for i, j in T.Parallel(BV, K // 2):
                             st_h0[i, j] = st_f[i, j]
                         for i, j in T.Parallel(BV, K // 2):
                             st_h1[i, j] = st_f[i, j + K // 2]
-                        T.wgmma_gemm(st_h0, k_s[st, :, 0:K // 2], z_f, transpose_B=True, clear_accum=True,
-                                     policy=full_row)
-                        T.wgmma_gemm(st_h1, k_s[st, :, K // 2:K], z_f, transpose_B=True, clear_accum=False,
-                                     policy=full_row)
                     else:
                         T.copy(st_f, st_b)
-                        T.wgmma_gemm(st_b, k_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    state_times(st_b, st_h0, st_h1, k_s, st, z_f)  # Z^T = S^T K^T
                     if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
                         store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
-                    if sq_order == "split":
-                        T.wgmma_gemm(st_h0, q_s[st, :, 0:K // 2], ot_f, transpose_B=True, clear_accum=True,
-                                     policy=full_row)
-                        T.wgmma_gemm(st_h1, q_s[st, :, K // 2:K], ot_f, transpose_B=True, clear_accum=False,
-                                     policy=full_row)
-                    else:
-                        T.wgmma_gemm(st_b, q_s[st, :, :], ot_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    state_times(st_b, st_h0, st_h1, q_s, st, ot_f)  # S^T Q^T
                     if v_load == "ldsm" and not V_EARLY:
                         load_v_transposed(v_s, vt_b, st, tx)
                     # "overlap": Z^T done, S^T Q^T may still run while W^T is formed; "split": Z^T and S^T Q^T's

@@ -278,7 +278,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             if t0 < t_end:
                 if k_load == "tma":
                     # rows past the tensor's end arrive as zeros, rows of the next sequence are finite: both
-                    # get beta = 0 below, so they solve to zero
+                    # get beta = 0 and masked rows of L below, so they solve to identity rows, never stored
                     if tx < 32:
                         T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                         T.barrier_arrive(k_ready[0])
