@@ -65,10 +65,11 @@ def runner(lib: str):
 
 
 def time_kkt_solve(inp, rep):
-    """flashqla's first launch alone (the rest of the row's time is the fused kernel)."""
+    """flashqla's first launch alone (the rest of the row's time is the fused kernel): kkt_solve, or its
+    rows-only pass where chunk_fwd forms the inverse itself."""
     import inspect
 
-    from flashqla import dispatch
+    from flashqla import dispatch, ops
     from flashqla.ops import kkt_solve
 
     q, k, beta, g = inp["q"][0], inp["k"][0], inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
@@ -78,7 +79,14 @@ def time_kkt_solve(inp, rep):
         args = (dispatch.kkt_chunk_table(cu, off, q.shape[0]),)
     else:  # a package from before the chunk table (an A/B baseline): chunk slots found by search
         args = (cu, off)
-    return triton.testing.do_bench(lambda: kkt_solve(k, beta, g, *args, HV, False), warmup=25, rep=rep,
+    first = kkt_solve
+    fused_bvs = getattr(ops, "FUSED_INVERSE_BLOCK_VS", ())
+    if fused_bvs and getattr(ops, "FUSED_INVERSE", True):  # chunk_fwd forms the inverse itself at these V blocks:
+        # the first launch is the rows-only pass
+        pairs = (cu.numel() - 1) * HV
+        if dispatch.choose_block_v(pairs, torch.cuda.get_device_properties(q.device).multi_processor_count) in fused_bvs:
+            first = ops.kkt_rows
+    return triton.testing.do_bench(lambda: first(k, beta, g, *args, HV, False), warmup=25, rep=rep,
                                    return_mode="median")
 
 

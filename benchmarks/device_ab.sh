@@ -65,7 +65,7 @@ if [ "${PROFILE:-0}" = 1 ]; then
   "$NCU" -i "$R/prof.ncu-rep" --page source --csv --print-source cuda,sass > "$R/src_$PK.csv" 2>/dev/null
   xz -T0 "$R/src_$PK.csv" "$R/prof.ncu-rep"
   grep -E "Duration|L1/TEX Cache Throughput|Executed Ipc A|Issue Slots Busy|No Eligible" "$R/ncu_details.txt" | head -8
-  so=$(ls "$FLASHQLA_BINARIES_DIR"/chunk_fwd__block_v-128__dtype-bf16__use_l2norm-1*.so | head -1)
+  so=$(ls "$FLASHQLA_BINARIES_DIR"/chunk_fwd__block_v-128__dtype-bf16__*use_l2norm-1*.so | head -1)
   cuobjdump -sass "$so" > "$R/chunk_fwd_bv128.sass" 2>&1 && xz -T0 "$R/chunk_fwd_bv128.sass"
   keep
 fi

@@ -60,6 +60,8 @@ warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through a
 import tilelang
 import tilelang.language as T
 
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, solve_row_stripe, store_diag_block,
+                            store_row_stripe)
 from .kkt_solve import FACTOR_ROWS
 
 LOG2E = 1.4426950408889634
@@ -67,6 +69,8 @@ L2NORM_EPS = 1e-6
 QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
+INV_BARRIER_ID = 14  # named barrier of the auxiliary warpgroup around the inverse's shared tile (fused_inverse)
+INV_EPILOGUE_BATCH = 8  # rows of the inverse a thread loads from shared memory before gating any of them
 
 
 def accumulator_layout(rows: int, cols: int):
@@ -88,7 +92,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
-                      producer_regs: int = 24):
+                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -133,6 +137,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     state_regs = state_regs or (192 if PRODUCER_WG else 208)
     aux_regs = aux_regs or (104 if PRODUCER_WG else 88)
     producer_wg = PRODUCER_WG
+    # fused_inverse (default with producer_wg): the auxiliary warpgroup forms each chunk's gated inverse itself
+    # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
+    # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
+    fused_inverse = producer_wg if fused_inverse is None else fused_inverse
+    assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
+    assert C == CHUNK
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
     assert V % BV == 0 and BV % 64 == 0
@@ -161,7 +171,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
-        T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
+        if not fused_inverse:
+            T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
         T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
         T.barrier_arrive(full[st])
 
@@ -230,6 +241,76 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
         T.barrier_arrive(p_ready[pb])
         T.barrier_arrive(empty[st])
+
+    @T.macro
+    def form_inverse(k_s, fac_s, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b, g_b, o_b,
+                     col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
+        """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
+        L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
+        forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
+        K K^T by one wgmma, L to the fp32 tile lx_s (blocks on or below the diagonal), the diagonal blocks'
+        inverses written over L's diagonal blocks, the row stripes' blocks (chunk_inverse.py) over L's blocks
+        below the diagonal, then the gate Gamma_ij = exp(G_i - G_j) and the rounding to the input dtype. ta: the
+        thread's index in the warpgroup. Named barriers (INV_BARRIER_ID) order the in-place steps on lx_s."""
+        st = c % NS
+        pb = c % 2
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (c // NS) % 2)
+        T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
+        if use_l2norm:  # row factor 1/||k_i||, column factor beta_j / ||k_j|| (kkt_solve's rows 1 and 4)
+            for i in T.Parallel(C):
+                rb_f[i] = fac_s[st, 1, i]
+            for j in T.Parallel(C):
+                cn_f[j] = fac_s[st, 4, j] * fac_s[st, 1, j]
+            for i, j in T.Parallel(C, C):
+                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < seq_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+        else:
+            for j in T.Parallel(C):
+                cn_f[j] = fac_s[st, 4, j]
+            for i, j in T.Parallel(C, C):
+                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < seq_end), kk_f[i, j] * cn_f[j], 0.0)
+        T.sync_threads(INV_BARRIER_ID, 128)  # the previous chunk's epilogue has read lx_s
+        for i, j in T.Parallel(C, C):
+            if j // SUB <= i // SUB:
+                lx_s[i, j] = kk_f[i, j]
+        T.sync_threads(INV_BARRIER_ID, 128)
+        if ta < C:
+            diag_block_inverse(lx_s, col, ta)
+        T.sync_warp()  # a diagonal block is read and rewritten by one warp only (threads 16 b .. 16 b + 15)
+        if ta < C:
+            store_diag_block(lx_s, col, ta)
+        T.sync_threads(INV_BARRIER_ID, 128)
+        wi = ta // 32
+        gq = (ta % 32) // 4
+        tq = ta % 4
+        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1, inverse_tf32x3)
+        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2, inverse_tf32x3)
+        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3, inverse_tf32x3)
+        T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
+        store_row_stripe(lx_s, xo, wi, gq, tq)
+        T.sync_threads(INV_BARRIER_ID, 128)
+        # epilogue as kkt_solve's: warp w gates rows [16 w, 16 w + 16), lane l the column pair (2 l, 2 l + 1),
+        # loads a batch of rows at a time (unmasked: above the diagonal lx_s holds anything, the select drops it)
+        cp = (ta % 32) * 2
+        row0 = wi * (C // 4)
+        for u in T.unroll(2):
+            col_g[u] = fac_s[st, 0, cp + u]
+        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
+        for bb in T.serial(C // 4 // INV_EPILOGUE_BATCH):
+            for e in T.vectorized(INV_EPILOGUE_BATCH):
+                g_b[e] = fac_s[st, 0, row0 + bb * INV_EPILOGUE_BATCH + e]
+            for e in T.unroll(INV_EPILOGUE_BATCH):
+                for u in T.vectorized(2):
+                    x_b[e * 2 + u] = lx_s[row0 + bb * INV_EPILOGUE_BATCH + e, cp + u]
+            for e in T.unroll(INV_EPILOGUE_BATCH):
+                ei = row0 + bb * INV_EPILOGUE_BATCH + e
+                for u in T.unroll(2):
+                    o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
+                        T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
+                for u in T.vectorized(2):
+                    a_s[pb, ei, cp + u] = o_b[u]
+        T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
+        T.barrier_arrive(a_ready[pb])
 
     @T.macro
     def p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
@@ -307,7 +388,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             q_s = T.alloc_shared((NS, C, K), dtype)
             k_s = T.alloc_shared((NS, C, K), dtype)
             v_s = T.alloc_shared((NS, C, BV), dtype)
-            a_s = T.alloc_shared((NS, C, C), dtype)
+            # A~: loaded by stage, or (fused_inverse) formed by the auxiliary warpgroup into a double buffer
+            a_s = T.alloc_shared((2 if fused_inverse else NS, C, C), dtype)
             # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
             # beta_r (column factor of Vn'^T in S^T), beta_r (Vn = Vn' diag(beta), O's operand); kkt_solve's rows,
             # zero past the sequence's end
@@ -318,6 +400,26 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
             rq_s = T.alloc_shared((C,), acc)         # scale / ||q_r|| (or scale)
             o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory (TMA store)
+            if fused_inverse:
+                # L, then the inverse in place (fp32, rows padded to 72 floats: the mma fragments' loads and
+                # stores of a half-warp land on distinct banks)
+                lx_s = T.alloc_shared((C, C + 8), acc)
+                kk_f = T.alloc_fragment((C, C), acc)
+                rb_f = T.alloc_fragment((C,), acc)
+                cn_f = T.alloc_fragment((C,), acc)
+                col = T.alloc_local((SUB,), acc)
+                xo = T.alloc_local((XO_REGS,), acc)
+                tt = T.alloc_local((8,), acc)
+                a_f = T.alloc_local((4,), acc)
+                b_f = T.alloc_local((2,), acc)
+                ah = T.alloc_local((4,), "uint32")
+                al = T.alloc_local((4,), "uint32")
+                bh = T.alloc_local((2,), "uint32")
+                bl = T.alloc_local((2,), "uint32")
+                x_b = T.alloc_local((2 * INV_EPILOGUE_BATCH,), acc)
+                g_b = T.alloc_local((INV_EPILOGUE_BATCH,), acc)
+                o_b = T.alloc_local((2,), dtype)
+                col_g = T.alloc_local((2,), acc)
             # v (read transposed for W^T) and o (written transposed from O^T) are not wgmma operands:
             # swizzle them so those accesses spread over the banks
             T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
@@ -350,7 +452,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             full = T.alloc_barrier(arrive_count=[32] * NS)
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
             p_ready = T.alloc_barrier(arrive_count=[128, 128])
-            p_used = T.alloc_barrier(arrive_count=[ST, ST])
+            p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
+            if fused_inverse:
+                a_ready = T.alloc_barrier(arrive_count=[128, 128])
 
             tx = T.get_thread_binding()
 
@@ -392,7 +496,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     else:
                         for i, j in T.Parallel(BV, C):
                             w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
-                    T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    if fused_inverse:
+                        T.barrier_wait(a_ready[pb], (c // 2) % 2)
+                        T.wgmma_gemm(w_b, a_s[pb, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    else:
+                        T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
                     # index to int64, a 64-bit c % 3 on the state's path every chunk)
                     gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
@@ -423,11 +531,22 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             elif producer_wg:
                 if tx < PT:
-                    # ----------------------------------------------------- auxiliary warpgroup: P only
+                    # ------------------------------------ auxiliary warpgroup: P (and with fused_inverse A~ first)
                     T.set_max_nreg(aux_regs, 0)
-                    p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
-                                    pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
-                                    scale, n_chunks, tx, False)
+                    if fused_inverse:
+                        for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+                            for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
+                                c = 2 * c2 + par
+                                if c < n_chunks:
+                                    form_inverse(k_s, fac_s, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al,
+                                                 bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready, seq_start,
+                                                 seq_end, c, tx - ST)
+                                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
+                                           empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                    else:
+                        p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
+                                        gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,
+                                        hv, v0, scale, n_chunks, tx, False)
                 else:
                     # ----------------------------------------------------- producer warpgroup (first warp loads)
                     T.set_max_nreg(producer_regs, 0)

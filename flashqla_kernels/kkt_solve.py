@@ -64,6 +64,8 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
+from .chunk_inverse import CHUNK, XO_REGS, diag_block_inverse, solve_row_stripe, store_diag_block, store_row_stripe
+
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
 FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); chunk_fwd loads them by one TMA box
@@ -72,7 +74,8 @@ FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); c
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
                       epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
-                      cumsum_vec: int = 4, a_store: str = "tma", pdl: bool = True):
+                      cumsum_vec: int = 4, a_store: str = "tma", pdl: bool = True, solve: bool = True,
+                      tf32x3: bool = False):
     """merge: "regs" (register-tiled block products), "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3) or "mma" (v12: every block
     below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
@@ -91,9 +94,14 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     before it on the stream (griddepcontrol.wait: its inputs are complete and visible), then lets the next grid
     (chunk_fwd) launch early (griddepcontrol.launch_dependents), so that grid's CTAs start on SMs as this one's
     drain and run their prologue (barriers, setmaxnreg, h0) while its last CTAs finish; the trigger comes after
-    the wait, so a launched dependent knows every grid before this one has completed."""
+    the wait, so a launched dependent knows every grid before this one has completed.
+    tf32x3: merge "mma"'s block products in 3xTF32 (~fp32) or, False, 1xTF32 (rounded to nearest; shorter chains).
+    solve: False makes the rows-only pass of chunk_fwd's fused variant (which forms the inverse itself): no L,
+    no inverse, `a` neither read nor written (any valid pointer may be passed); K is loaded only with use_l2norm
+    (its norms are the diagonal of K K^T, formed as in the full pass, so the rows are bitwise the same)."""
     assert k_load in ("tma", "ldg") and merge in ("regs", "tc", "mma") and a_store in ("tma", "ldg")
     K, C = head_dim_k, chunk_size
+    assert C == CHUNK
     SUB = C // 4  # diagonal block size of the blocked inverse
     # the merges' temporary T = L21 X11 lives in x_s's upper-right 2SUB x 2SUB block (columns TC0..C of rows
     # 0..2SUB), which the inverse never uses (the epilogue reads it but masks j > i), instead of a 4 KB tile
@@ -139,79 +147,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     # layout of the K tile that shares its space)
     XS = C + 8 if merge == "mma" else C
     assert merge != "mma" or SUB == 16, "a row stripe is one m16 mma tile high"
-    TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
-
-    @T.macro
-    def mma3(acc, c0, a_f, b_f, ah, al, bh, bl):
-        """acc[c0:c0+4] += A B on one m16n8k8 tf32 mma tile, A and B (fp32 fragments a_f[4], b_f[2]) each split
-        into a tf32 hi part and the remainder lo: A B ~ Al Bh + Ah Bl + Ah Bh (small terms first), ~fp32."""
-        for r in T.unroll(4):
-            ah[r] = T.reinterpret(a_f[r], "uint32") & T.uint32(TF32_HI)
-            al[r] = T.reinterpret(a_f[r] - T.reinterpret(ah[r], "float32"), "uint32")
-        for r in T.unroll(2):
-            bh[r] = T.reinterpret(b_f[r], "uint32") & T.uint32(TF32_HI)
-            bl[r] = T.reinterpret(b_f[r] - T.reinterpret(bh[r], "float32"), "uint32")
-        for a_, b_ in ((al, bh), (ah, bl), (ah, bh)):
-            T.ptx_mma("float32", "m16n8k8", "row", "col", "tf32", "tf32", "fp32", a_.data, 0, b_.data, 0,
-                      acc.data, c0, False)
-
-    @T.macro
-    def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I):
-        """merge "mma", warp I (row stripe I of 16 rows; I is a Python int, so every index is static after
-        unrolling): the blocks X_IJ of the inverse left of the diagonal, right to left, from X L = I:
-            X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ,
-        with X_II and X_JJ (the substitution's diagonal inverses) and L from shared memory, and X_IK (K < I)
-        from this warp's registers, so no warp waits for another inside the recurrence (the barrier after it
-        waits for warp 3, whose stripe has the most blocks). mma.sync m16n8k8 tf32 fragments, lane
-        (g, t) = (lane / 4, lane % 4), with the k index permuted (logical t <-> column 2t, t + 4 <-> 2t + 1)
-        so that an accumulator (C) fragment is an A fragment as it stands: A of k-step s = (X[g, 8s + 2t],
-        X[g + 8, 8s + 2t], X[g, 8s + 2t + 1], X[g + 8, 8s + 2t + 1]) = C registers (0, 2, 1, 3) of tile s, and a
-        B fragment of Y for n-tile q = (Y[8s + 2t, 8q + g], Y[8s + 2t + 1, 8q + g]).
-        xo: X_IJ's C fragments, 8 registers a block (index 8 J + 4 q + 2 h + e: row g + 8 h, column 8 q + 2 t + e).
-        No shared memory is written here: TileLang's sync pass would put a CTA barrier inside this warp's
-        branch (the first try did, and wrote NaN); `store_row_stripe` writes the results after all warps'
-        branches."""
-        if wi == I:
-            for jj in T.unroll(I):
-                J = I - 1 - jj
-                for r in T.unroll(8):
-                    tt[r] = 0.0
-                for kb in T.unroll(I):
-                    Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
-                    if Kb > J:
-                        for s_ in T.unroll(2):
-                            for r in T.unroll(4):  # A = X_IK, k-step s_
-                                if Kb == I:
-                                    a_f[r] = x_s[SUB * I + gq + 8 * (r % 2), SUB * I + 8 * s_ + 2 * tq + r // 2]
-                                else:
-                                    a_f[r] = xo[8 * Kb + 4 * s_ + 2 * (r % 2) + r // 2]
-                            for q in T.unroll(2):  # B = L_KJ, n-tile q
-                                for r in T.unroll(2):
-                                    b_f[r] = l_s[SUB * Kb + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
-                                mma3(tt, 4 * q, a_f, b_f, ah, al, bh, bl)
-                # X_IJ = -(T X_JJ)
-                for r in T.unroll(8):
-                    xo[8 * J + r] = 0.0
-                for s_ in T.unroll(2):
-                    for r in T.unroll(4):
-                        a_f[r] = tt[4 * s_ + 2 * (r % 2) + r // 2]
-                    for q in T.unroll(2):
-                        for r in T.unroll(2):
-                            b_f[r] = x_s[SUB * J + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
-                        mma3(xo, 8 * J + 4 * q, a_f, b_f, ah, al, bh, bl)
-                for r in T.unroll(8):
-                    xo[8 * J + r] = -xo[8 * J + r]
-
-    @T.macro
-    def store_row_stripe(x_s, xo, wi, gq, tq):
-        """merge "mma": every warp's blocks X_{wi,J}, J < wi, from its registers to x_s (float2 stores)."""
-        for jb in T.unroll(C // SUB - 1):
-            if jb < wi:
-                for qh in T.unroll(4):
-                    for e in T.vectorized(2):
-                        x_s[SUB * wi + gq + 8 * (qh % 2), SUB * jb + 8 * (qh // 2) + 2 * tq + e] = \
-                            xo[8 * jb + 4 * (qh // 2) + 2 * (qh % 2) + e]
-
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -247,7 +182,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             cn_f = T.alloc_fragment((C,), "float32")  # L's column factor beta_j (times 1/||k_j||), by column
             x_s = T.alloc_shared((C, XS), "float32")
             if merge == "mma":
-                xo = T.alloc_local((24,), "float32")
+                xo = T.alloc_local((XO_REGS,), "float32")
                 tt = T.alloc_local((8,), "float32")
                 a_f = T.alloc_local((4,), "float32")
                 b_f = T.alloc_local((2,), "float32")
@@ -276,24 +211,27 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             tx = T.get_thread_binding()
 
             if t0 < t_end:
-                if k_load == "tma":
-                    # rows past the tensor's end arrive as zeros, rows of the next sequence are finite: both
-                    # get beta = 0 and masked rows of L below, so they solve to identity rows, never stored
-                    if tx < 32:
-                        T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
-                        T.barrier_arrive(k_ready[0])
-                else:
-                    T.copy(k[t0:t0 + C, hk, :], k_v[0:C, :])
+                if solve or use_l2norm:  # K: for L, or only for the norms 1/||k|| (rows-only)
+                    if k_load == "tma":
+                        # rows past the tensor's end arrive as zeros, rows of the next sequence are finite: both
+                        # get beta = 0 and masked rows of L below, so they solve to identity rows, never stored
+                        if tx < 32:
+                            T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
+                            T.barrier_arrive(k_ready[0])
+                    else:
+                        T.copy(k[t0:t0 + C, hk, :], k_v[0:C, :])
                 for i in T.Parallel(C):
                     beta_s[i] = T.if_then_else(t0 + i < t_end, beta[t0 + i, hv], 0.0)
                     g_s[i] = T.if_then_else(t0 + i < t_end, g[t0 + i, hv], 0.0)
-                if k_load == "tma":
-                    T.barrier_wait(k_ready[0], 0)
-                T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
+                if solve or use_l2norm:
+                    if k_load == "tma":
+                        T.barrier_wait(k_ready[0], 0)
+                    T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
                     for i, j in T.Parallel(C, C):
                         if i == j:
                             rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+                if solve and use_l2norm:
                     # the row and column factors into registers once (per element they were 3 shared loads)
                     for i in T.Parallel(C):
                         rb_f[i] = rn_s[i]
@@ -301,33 +239,28 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         cn_f[j] = beta_s[j] * rn_s[j]
                     for i, j in T.Parallel(C, C):  # rows past the sequence's end masked: identity rows of X
                         kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
-                else:
+                elif solve:
                     for j in T.Parallel(C):
                         cn_f[j] = beta_s[j]
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * cn_f[j], 0.0)
-                # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
-                for i, j in T.Parallel(C, C):
-                    if j // SUB <= i // SUB:
-                        l_s[i, j] = kk_f[i, j]
-                # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
-                # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
-                # their diagonals; every other read is of the lower triangle)
-                if merge != "mma":  # "mma" reads no block above the diagonal
-                    for i, j in T.Parallel(SUB, SUB):
-                        x_s[i, SUB + j] = 0.0
-                        x_s[2 * SUB + i, 3 * SUB + j] = 0.0
+                if solve:
+                    # only 16 x 16 blocks on or below the diagonal are ever read: the upper ones (3/8) are not stored
+                    for i, j in T.Parallel(C, C):
+                        if j // SUB <= i // SUB:
+                            l_s[i, j] = kk_f[i, j]
+                    # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
+                    # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
+                    # their diagonals; every other read is of the lower triangle)
+                    if merge != "mma":  # "mma" reads no block above the diagonal
+                        for i, j in T.Parallel(SUB, SUB):
+                            x_s[i, SUB + j] = 0.0
+                            x_s[2 * SUB + i, 3 * SUB + j] = 0.0
                 # (1) the four diagonal 16 x 16 blocks: forward substitution, one thread per column
                 if tx < C:
-                    blk = tx // SUB
-                    cj = tx % SUB
-                    for r in T.unroll(SUB):
-                        col[r] = T.if_then_else(r == cj, 1.0, 0.0)
-                        for s_ in T.unroll(SUB):
-                            if s_ < r:
-                                col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
-                    for r in T.unroll(SUB):
-                        x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+                    if solve:
+                        diag_block_inverse(l_s, col, tx)
+                        store_diag_block(x_s, col, tx)
                 else:
                     # meanwhile the other C threads form the chunk cumsum of g, row tx - C (loads are
                     # broadcast vectors of cumsum_vec values, summed in order in a register)
@@ -338,69 +271,71 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         for e in T.unroll(cumsum_vec):
                             g_sum += T.if_then_else(jb * cumsum_vec + e <= tx - C, g_v[e], 0.0)
                     gc_s[tx - C] = g_sum
-                # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
-                if merge == "regs":
-                    T.sync_threads()
-                    merge_level_regs(l_s, x_s, acc_r, tx, SUB)
-                    merge_level_regs(l_s, x_s, acc_r, tx, 2 * SUB)
-                elif merge == "tc":
-                    T.sync_threads()
-                    merge_level_regs(l_s, x_s, acc_r, tx, SUB)
-                    # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
-                    T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
-                    # T stored transposed, so that the second product reads its B operand K-contiguous
-                    # (ldmatrix) instead of by 2-way bank-conflicted scalar loads
-                    for i, j in T.Parallel(2 * SUB, 2 * SUB):
-                        x_s[j, TC0 + i] = m_f[i, j]
-                    T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, TC0:C], m_f, transpose_B=True, clear_accum=True)
-                    for i, j in T.Parallel(2 * SUB, 2 * SUB):
-                        x_s[2 * SUB + i, j] = -m_f[i, j]
-                elif merge == "mma":
-                    T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
-                    wi = tx // 32
-                    gq = (tx % 32) // 4
-                    tq = tx % 4
-                    solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1)
-                    solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2)
-                    solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3)
-                    store_row_stripe(x_s, xo, wi, gq, tq)
+                if solve:
+                    # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
+                    if merge == "regs":
+                        T.sync_threads()
+                        merge_level_regs(l_s, x_s, acc_r, tx, SUB)
+                        merge_level_regs(l_s, x_s, acc_r, tx, 2 * SUB)
+                    elif merge == "tc":
+                        T.sync_threads()
+                        merge_level_regs(l_s, x_s, acc_r, tx, SUB)
+                        # 32 -> 64 on the tensor cores (mma.sync, tf32 inputs, fp32 accumulation)
+                        T.gemm(l_s[2 * SUB:C, 0:2 * SUB], x_s[0:2 * SUB, 0:2 * SUB], m_f, clear_accum=True)
+                        # T stored transposed, so that the second product reads its B operand K-contiguous
+                        # (ldmatrix) instead of by 2-way bank-conflicted scalar loads
+                        for i, j in T.Parallel(2 * SUB, 2 * SUB):
+                            x_s[j, TC0 + i] = m_f[i, j]
+                        T.gemm(x_s[2 * SUB:C, 2 * SUB:C], x_s[0:2 * SUB, TC0:C], m_f, transpose_B=True, clear_accum=True)
+                        for i, j in T.Parallel(2 * SUB, 2 * SUB):
+                            x_s[2 * SUB + i, j] = -m_f[i, j]
+                    elif merge == "mma":
+                        T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
+                        wi = tx // 32
+                        gq = (tx % 32) // 4
+                        tq = tx % 4
+                        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1, tf32x3)
+                        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2, tf32x3)
+                        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3, tf32x3)
+                        store_row_stripe(x_s, xo, wi, gq, tq)
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
-                # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; chunk_fwd applies beta elsewhere;
-                # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
-                # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's G is
-                # loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
-                # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
-                # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
-                # in flight together instead of one latency per element.
-                cp = (tx % 32) * 2
-                row0 = (tx // 32) * rows_per_warp
-                for u in T.unroll(2):
-                    col_g[u] = gc_s[cp + u]
-                for bb in T.serial(rows_per_warp // epilogue_batch):
-                    for e in T.vectorized(epilogue_batch):
-                        g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
-                    for e in T.unroll(epilogue_batch):
-                        for u in T.vectorized(2):
-                            x_b[e * 2 + u] = x_s[row0 + bb * epilogue_batch + e, cp + u]
-                    for e in T.unroll(epilogue_batch):
-                        ei = row0 + bb * epilogue_batch + e
-                        for u in T.unroll(2):
-                            o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
-                                T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
-                        for u in T.vectorized(2):
-                            ao_s[ei, cp + u] = o_b[u]
-                # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
-                # made kkt_solve 16% slower): a full chunk by one TMA store (a_store "tma"), a sequence's partial
-                # last chunk (or every chunk with "ldg") by masked 16-byte row stores (a TMA box would write into
-                # the next sequence's rows)
-                if a_store == "tma":
-                    T.fence_proxy_async()  # every thread's generic ao_s writes -> the bulk store's async reads
-                if a_store == "tma" and t0 + C <= t_end:
-                    T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
-                else:
-                    for i, j in T.Parallel(C, C):
-                        if t0 + i < t_end:
-                            a[t0 + i, hv, j] = ao_s[i, j]
+                if solve:
+                    # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; chunk_fwd applies beta elsewhere;
+                    # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
+                    # Warp w gates the rows [w C/4, (w+1) C/4), lane l the column pair (2l, 2l+1): the pair's G is
+                    # loaded once into registers, x_s is read in 8-byte pairs (one row of a warp at a
+                    # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
+                    # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
+                    # in flight together instead of one latency per element.
+                    cp = (tx % 32) * 2
+                    row0 = (tx // 32) * rows_per_warp
+                    for u in T.unroll(2):
+                        col_g[u] = gc_s[cp + u]
+                    for bb in T.serial(rows_per_warp // epilogue_batch):
+                        for e in T.vectorized(epilogue_batch):
+                            g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
+                        for e in T.unroll(epilogue_batch):
+                            for u in T.vectorized(2):
+                                x_b[e * 2 + u] = x_s[row0 + bb * epilogue_batch + e, cp + u]
+                        for e in T.unroll(epilogue_batch):
+                            ei = row0 + bb * epilogue_batch + e
+                            for u in T.unroll(2):
+                                o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
+                                    T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
+                            for u in T.vectorized(2):
+                                ao_s[ei, cp + u] = o_b[u]
+                    # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
+                    # made kkt_solve 16% slower): a full chunk by one TMA store (a_store "tma"), a sequence's partial
+                    # last chunk (or every chunk with "ldg") by masked 16-byte row stores (a TMA box would write into
+                    # the next sequence's rows)
+                    if a_store == "tma":
+                        T.fence_proxy_async()  # every thread's generic ao_s writes -> the bulk store's async reads
+                    if a_store == "tma" and t0 + C <= t_end:
+                        T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
+                    else:
+                        for i, j in T.Parallel(C, C):
+                            if t0 + i < t_end:
+                                a[t0 + i, hv, j] = ao_s[i, j]
                 # the fused kernel's per-token factors (its producer used to form them from G and 1/||k||),
                 # the whole chunk box: rows past the sequence's end are zeros (d = 0 removes those tokens)
                 last = T.min(C, t_end - t0) - 1
@@ -415,7 +350,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     else:
                         for f in T.unroll(FACTOR_ROWS):
                             rows[f, hv, r0 + i] = 0.0
-                if a_store == "tma":
+                if solve and a_store == "tma":
                     T.tma_store_wait()  # the staging tile must outlive the bulk store's reads
 
     return kkt_solve

@@ -40,15 +40,26 @@ def make_spec(kernel: str, **params) -> Spec:
     return Spec(kernel, tuple(sorted(params.items())))
 
 
+FUSED_INVERSE_BLOCK_VS = (128,)  # chunk_fwd can form the chunk inverse itself at these V blocks (kkt_solve: rows only)
+
+
 def kkt_solve_specs() -> list[Spec]:
-    return [make_spec("kkt_solve", dtype=d, use_l2norm=l2, merge=m)
+    """The full pass (inverse and rows) in every merge variant, and the rows-only pass (solve=False) that
+    chunk_fwd's fused-inverse variant takes its per-token factors from."""
+    full = [make_spec("kkt_solve", dtype=d, use_l2norm=l2, merge=m, solve=True)
             for d in DTYPES for l2 in (False, True) for m in KKT_MERGES]
+    rows_only = [make_spec("kkt_solve", dtype=d, use_l2norm=l2, merge="mma", solve=False)
+                 for d in DTYPES for l2 in (False, True)]
+    return full + rows_only
 
 
 def chunk_fwd_specs() -> list[Spec]:
+    """Every V block with A~ from kkt_solve, and at FUSED_INVERSE_BLOCK_VS also the variant that forms it itself
+    (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py)."""
     return [
-        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv)
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=fused)
         for d in DTYPES for l2 in (False, True) for bv in (128, 64)
+        for fused in ((True, False) if bv in FUSED_INVERSE_BLOCK_VS else (False,))
     ]
 
 

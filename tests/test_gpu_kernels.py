@@ -97,11 +97,31 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
                 assert not a[c0:c1, hv, c1 - c0:].any()  # columns past the chunk's end are zero
 
 
-@pytest.mark.parametrize("block_v", ["128", "64"])
+@pytest.mark.parametrize("l2norm", [False, True])
+def test_kkt_rows_equal_kkt_solve_rows(l2norm):
+    """The rows-only pass (chunk_fwd's fused-inverse variant) writes bitwise the rows of the full pass, and
+    nothing else: the same rows are unwritten (NaN under poisoning) in both."""
+    from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_rows, kkt_solve
+
+    inp = make_inputs([100, 0, 64, 3, 200], H=2, HV=6, seed=23)
+    k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
+    g = inp["g"][0].float().contiguous()
+    table = chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0])
+    _, rows = kkt_solve(k, beta, g, table, 6, l2norm)
+    rows_only = kkt_rows(k, beta, g, table, 6, l2norm)
+    assert rows.isfinite().any()
+    torch.testing.assert_close(rows_only, rows, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("block_v", ["128", "128-kkt", "64"])
 @pytest.mark.parametrize("ratio", [1, 2, 3, 4])
 @pytest.mark.parametrize("l2norm", [False, True])
 def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm):
-    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
+    """block_v "128": chunk_fwd forms the inverse itself (fused_inverse); "128-kkt": A~ from kkt_solve."""
+    from flashqla import ops
+
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v[:3].rstrip("-"))
+    monkeypatch.setattr(ops, "FUSED_INVERSE", block_v == "128")
     seqlens = [130, 0, 64, 1, 257, 63]
     inp = make_inputs(seqlens, H=2, HV=2 * ratio, l2norm_in_kernel=l2norm, seed=ratio + 10 * l2norm)
     o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
@@ -150,14 +170,18 @@ def test_scale_is_a_runtime_value():
     torch.testing.assert_close(o1.float() * 0.5, o2.float(), rtol=2e-2, atol=2e-3)
 
 
-def test_deterministic_bitwise():
+@pytest.mark.parametrize("block_v", ["128", "64"])
+def test_deterministic_bitwise(monkeypatch, block_v):
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
     inp = make_inputs([300, 700], H=2, HV=8, seed=11)
     outs = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True) for _ in range(3)]
     for o, ht in outs[1:]:
         assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
 
 
-def test_cuda_graph_capture():
+@pytest.mark.parametrize("block_v", ["128", "64"])
+def test_cuda_graph_capture(monkeypatch, block_v):
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
     inp = make_inputs([300, 0, 129], H=2, HV=4, seed=13)
     eager = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
     s = torch.cuda.Stream()
@@ -171,6 +195,22 @@ def test_cuda_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(o, eager[0]) and torch.equal(ht, eager[1])
+
+
+@pytest.mark.parametrize("l2norm", [False, True])
+def test_fused_inverse_equals_kkt_solve_bitwise(monkeypatch, l2norm):
+    """chunk_fwd's own inverse (fused_inverse) runs kkt_solve's operations in the same order, so the forward's
+    outputs equal those with A~ from kkt_solve bit for bit (ragged, an empty sequence, GVA 2, strong decay)."""
+    from flashqla import ops
+
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
+    inp = make_inputs([300, 0, 64, 1, 777, 63], H=2, HV=4, l2norm_in_kernel=l2norm, seed=29)
+    outs = []
+    for fused in (True, False):
+        monkeypatch.setattr(ops, "FUSED_INVERSE", fused)
+        outs.append(flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm))
+    assert outs[0][0].isfinite().all() and outs[0][1].isfinite().all()
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
 def test_no_state_sized_intermediates():

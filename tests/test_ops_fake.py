@@ -30,6 +30,8 @@ def test_kkt_solve_fake_shapes():
         a, rows = ops.kkt_solve(k, beta, beta, table, 6, True)
         assert a.shape == (100, 6, 64) and a.dtype == torch.float16
         assert rows.shape == (5, 6, 100 + 64 * (4 - 100 // 64 - 1)) and rows.dtype == torch.float32
+        rows_only = ops.kkt_rows(k, beta, beta, table, 6, True)
+        assert rows_only.shape == rows.shape and rows_only.dtype == torch.float32
 
 
 def test_layer_kernel_ops_fake_shapes():

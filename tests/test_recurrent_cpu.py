@@ -110,3 +110,18 @@ def test_factor_rows_agree_between_runtime_and_kernels():
     from flashqla_kernels.kkt_solve import FACTOR_ROWS
 
     assert ops.FACTOR_ROWS == FACTOR_ROWS == 5
+
+
+def test_fused_inverse_block_vs_agree_between_runtime_and_kernels():
+    """At the V blocks of FUSED_INVERSE_BLOCK_VS chunk_fwd forms the chunk inverse itself and the runtime runs
+    kkt_solve's rows-only pass; the runtime's constant must match the kernels' table, and every such chunk_fwd
+    binary must have its rows-only kkt_solve beside it."""
+    from flashqla_kernels import specs
+
+    assert tuple(ops.FUSED_INVERSE_BLOCK_VS) == tuple(specs.FUSED_INVERSE_BLOCK_VS)
+    fwd = [s.kwargs() for s in specs.chunk_fwd_specs()]
+    assert all(kw["block_v"] in specs.FUSED_INVERSE_BLOCK_VS for kw in fwd if kw["fused_inverse"])
+    assert {kw["block_v"] for kw in fwd if kw["fused_inverse"]} == set(specs.FUSED_INVERSE_BLOCK_VS)
+    rows_only = {(s.kwargs()["dtype"], s.kwargs()["use_l2norm"]) for s in specs.kkt_solve_specs()
+                 if not s.kwargs()["solve"]}
+    assert {(kw["dtype"], kw["use_l2norm"]) for kw in fwd if kw["fused_inverse"]} <= rows_only

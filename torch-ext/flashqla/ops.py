@@ -28,6 +28,12 @@ _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 # since v12; "tc": 32 -> 64 merge on tf32 tensor cores, v3-v11; "regs": all on CUDA cores). The older two stay built
 # as A/B baselines (benchmarks/results/2026-11-24-h200-s13/kkt_mma_ab).
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "mma")
+# V blocks at which chunk_fwd can form each chunk's inverse itself, so kkt_solve runs as its rows-only pass (the
+# kernels' table, flashqla_kernels/specs.py FUSED_INVERSE_BLOCK_VS, says the same; a test checks it), and whether
+# it does (FLASHQLA_FUSED_INVERSE=1|0; both variants are built; off by default while the separate kkt_solve is faster:
+# benchmarks/NOTES.md, session 15)
+FUSED_INVERSE_BLOCK_VS = (128,)
+FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -175,11 +181,36 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     if T == 0:
         return a, rows
     k = _aligned(k)
-    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE)
+    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE, solve=True)
     _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=a, rows=rows,
             gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, rows_len=rows.shape[2],
             num_slots=chunk_table.shape[0])
     return a, rows
+
+
+@kernel_op
+def kkt_rows(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
+             use_l2norm: bool) -> torch.Tensor:
+    """kkt_solve's rows-only pass, for chunk_fwd's fused-inverse variant: the same rows [5, HV, rows_len(T, N)]
+    fp32 as :func:`kkt_solve` (bitwise), no inverse (k is read only with use_l2norm, for its norms)."""
+    T, H, K = k.shape
+    N = _seqs_of_table(chunk_table, T)
+    rows = _empty(FACTOR_ROWS, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
+    if T == 0:
+        return rows
+    k = _aligned(k)
+    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge="mma", solve=False)
+    # the rows-only pass never touches `a`: any valid pointer stands in
+    _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=rows, rows=rows,
+            gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, rows_len=rows.shape[2],
+            num_slots=chunk_table.shape[0])
+    return rows
+
+
+@kkt_rows.register_fake
+def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
+    N = _seqs_of_table(chunk_table, k.shape[0])
+    return k.new_empty(FACTOR_ROWS, num_v_heads, rows_len(k.shape[0], N), dtype=torch.float32)
 
 
 @kkt_solve.register_fake
@@ -213,12 +244,17 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return o, ht
     q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
-    a, rows = kkt_solve(k, beta, g, chunk_table, HV, use_l2norm)
+    fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
+    if fused:  # chunk_fwd forms A~ itself and never touches `a`: any valid pointer stands in
+        rows = kkt_rows(k, beta, g, chunk_table, HV, use_l2norm)
+        a = rows
+    else:
+        a, rows = kkt_solve(k, beta, g, chunk_table, HV, use_l2norm)
     # absent states are passed as a valid pointer that the kernel never touches (flags say so)
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
-    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v)
+    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v, fused_inverse=fused)
     _launch(b, v.device, q=q, k=k, v=v, rows=rows, a=a, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
             scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
             rows_len=rows.shape[2], num_seqs_p1=cu_seqlens.numel())

@@ -1,0 +1,138 @@
+"""The chunk's unit lower triangular inverse X = (I + L)^-1 (L strictly lower, C x C fp32 in shared memory),
+on one warpgroup of 128 threads: the TileLang macros that kkt_solve (its own CTA per chunk) and chunk_fwd's
+fused variant (its auxiliary warpgroup, one chunk after another) share.
+
+Plan (C = 64, blocks of SUB = 16 rows and columns):
+  (1) `diag_block_inverse`: the four 16 x 16 diagonal blocks X_JJ by forward substitution, one thread per column
+      (threads 0..C-1 of the warpgroup; block tx / SUB, column tx % SUB), the column in registers;
+      `store_diag_block` writes it to x_s.
+  (2) `solve_row_stripe`: warp I forms the blocks of its row stripe left of the diagonal, right to left, from
+      X L = I:  X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ, by warp-level tf32 mma.sync m16n8k8 with hi/lo split
+      operands (3xTF32, about fp32 accuracy), its own earlier blocks in registers and L, X_JJ from shared memory,
+      so no warp waits for another inside the recurrence; `store_row_stripe` writes them to x_s afterwards.
+Warp I's stripe has I(I+1)/2 + I block products (warp 3: nine), so the warps finish at different times.
+"""
+
+import tilelang.language as T
+
+CHUNK = 64
+SUB = CHUNK // 4  # diagonal block size; a row stripe is one m16 mma tile high
+TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
+TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, rounds to nearest
+XO_REGS = 8 * (CHUNK // SUB - 1)  # registers of a warp's row-stripe blocks (8 a block, three blocks at most)
+
+
+@T.macro
+def mma3(acc, c0, a_f, b_f, ah, al, bh, bl):
+    """acc[c0:c0+4] += A B on one m16n8k8 tf32 mma tile, A and B (fp32 fragments a_f[4], b_f[2]) each split
+    into a tf32 hi part and the remainder lo: A B ~ Al Bh + Ah Bl + Ah Bh (small terms first), ~fp32."""
+    for r in T.unroll(4):
+        ah[r] = T.reinterpret(a_f[r], "uint32") & T.uint32(TF32_HI)
+        al[r] = T.reinterpret(a_f[r] - T.reinterpret(ah[r], "float32"), "uint32")
+    for r in T.unroll(2):
+        bh[r] = T.reinterpret(b_f[r], "uint32") & T.uint32(TF32_HI)
+        bl[r] = T.reinterpret(b_f[r] - T.reinterpret(bh[r], "float32"), "uint32")
+    for a_, b_ in ((al, bh), (ah, bl), (ah, bh)):
+        T.ptx_mma("float32", "m16n8k8", "row", "col", "tf32", "tf32", "fp32", a_.data, 0, b_.data, 0,
+                  acc.data, c0, False)
+
+
+@T.macro
+def mma1(acc, c0, a_f, b_f, ah, bh):
+    """acc[c0:c0+4] += A B on one m16n8k8 tf32 mma tile, A and B rounded to tf32 (to nearest): one product
+    (1xTF32, ~3x shorter dependent chains than `mma3`, each operand's relative rounding error <= 2^-11)."""
+    for r in T.unroll(4):
+        ah[r] = (T.reinterpret(a_f[r], "uint32") + T.uint32(TF32_HALF)) & T.uint32(TF32_HI)
+    for r in T.unroll(2):
+        bh[r] = (T.reinterpret(b_f[r], "uint32") + T.uint32(TF32_HALF)) & T.uint32(TF32_HI)
+    T.ptx_mma("float32", "m16n8k8", "row", "col", "tf32", "tf32", "fp32", ah.data, 0, bh.data, 0,
+              acc.data, c0, False)
+
+
+@T.macro
+def block_product(acc, c0, a_f, b_f, ah, al, bh, bl, split):
+    """`mma3` (split, 3xTF32) or `mma1` (1xTF32); split is a Python bool."""
+    if split:
+        mma3(acc, c0, a_f, b_f, ah, al, bh, bl)
+    else:
+        mma1(acc, c0, a_f, b_f, ah, bh)
+
+
+@T.macro
+def diag_block_inverse(l_s, col, tx):
+    """Thread tx < C: column tx % SUB of the inverse of L's diagonal block tx / SUB (unit lower triangular) into
+    col[SUB] by forward substitution (reads only that block of l_s)."""
+    blk = tx // SUB
+    cj = tx % SUB
+    for r in T.unroll(SUB):
+        col[r] = T.if_then_else(r == cj, 1.0, 0.0)
+        for s_ in T.unroll(SUB):
+            if s_ < r:
+                col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
+
+
+@T.macro
+def store_diag_block(x_s, col, tx):
+    """Thread tx < C: its column of a diagonal block's inverse (`diag_block_inverse`) to x_s."""
+    blk = tx // SUB
+    cj = tx % SUB
+    for r in T.unroll(SUB):
+        x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+
+
+@T.macro
+def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, split=True):
+    """Warp I (row stripe I of 16 rows; I is a Python int, so every index is static after unrolling): the blocks
+    X_IJ of the inverse left of the diagonal, right to left, from X L = I:
+        X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ,
+    with X_II and X_JJ (the substitution's diagonal inverses, in x_s) and L from shared memory, and X_IK (K < I)
+    from this warp's registers. mma.sync m16n8k8 tf32 fragments, lane (g, t) = (lane / 4, lane % 4), with the k
+    index permuted (logical t <-> column 2t, t + 4 <-> 2t + 1) so that an accumulator (C) fragment is an A
+    fragment as it stands: A of k-step s = (X[g, 8s + 2t], X[g + 8, 8s + 2t], X[g, 8s + 2t + 1],
+    X[g + 8, 8s + 2t + 1]) = C registers (0, 2, 1, 3) of tile s, and a B fragment of Y for n-tile q =
+    (Y[8s + 2t, 8q + g], Y[8s + 2t + 1, 8q + g]).
+    split: 3xTF32 products (`mma3`, ~fp32) or 1xTF32 (`mma1`).
+    xo: X_IJ's C fragments, 8 registers a block (index 8 J + 4 q + 2 h + e: row g + 8 h, column 8 q + 2 t + e).
+    No shared memory is written here (a barrier inside one warp's branch would hang or race); `store_row_stripe`
+    writes the results after all warps' branches."""
+    if wi == I:
+        for jj in T.unroll(I):
+            J = I - 1 - jj
+            for r in T.unroll(8):
+                tt[r] = 0.0
+            for kb in T.unroll(I):
+                Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
+                if Kb > J:
+                    for s_ in T.unroll(2):
+                        for r in T.unroll(4):  # A = X_IK, k-step s_
+                            if Kb == I:
+                                a_f[r] = x_s[SUB * I + gq + 8 * (r % 2), SUB * I + 8 * s_ + 2 * tq + r // 2]
+                            else:
+                                a_f[r] = xo[8 * Kb + 4 * s_ + 2 * (r % 2) + r // 2]
+                        for q in T.unroll(2):  # B = L_KJ, n-tile q
+                            for r in T.unroll(2):
+                                b_f[r] = l_s[SUB * Kb + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
+                            block_product(tt, 4 * q, a_f, b_f, ah, al, bh, bl, split)
+            # X_IJ = -(T X_JJ)
+            for r in T.unroll(8):
+                xo[8 * J + r] = 0.0
+            for s_ in T.unroll(2):
+                for r in T.unroll(4):
+                    a_f[r] = tt[4 * s_ + 2 * (r % 2) + r // 2]
+                for q in T.unroll(2):
+                    for r in T.unroll(2):
+                        b_f[r] = x_s[SUB * J + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
+                    block_product(xo, 8 * J + 4 * q, a_f, b_f, ah, al, bh, bl, split)
+            for r in T.unroll(8):
+                xo[8 * J + r] = -xo[8 * J + r]
+
+
+@T.macro
+def store_row_stripe(x_s, xo, wi, gq, tq):
+    """Every warp's blocks X_{wi,J}, J < wi, from its registers (`solve_row_stripe`) to x_s (float2 stores)."""
+    for jb in T.unroll(CHUNK // SUB - 1):
+        if jb < wi:
+            for qh in T.unroll(4):
+                for e in T.vectorized(2):
+                    x_s[SUB * wi + gq + 8 * (qh % 2), SUB * jb + 8 * (qh // 2) + 2 * tq + e] = \
+                        xo[8 * jb + 4 * (qh // 2) + 2 * (qh % 2) + e]
