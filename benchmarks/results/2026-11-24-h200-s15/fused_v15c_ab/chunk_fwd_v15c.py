@@ -1,0 +1,586 @@
+"""Fused GDN chunked forward: deltas, state update and output for every chunk, the state kept in registers.
+
+Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
+    q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
+    v          [T, HV, V]    bf16/fp16
+    rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
+                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||,
+                             uf = beta exp(G_last - G) / ||k||, beta; sequence n's tokens from row
+                             rows_start(n) = round_up(cu_seqlens[n], 4) + C n, each sequence followed by zero rows
+    a          [T, HV, C]    gated inverse A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, from kkt_solve
+                             (A~'s diagonal is exactly 1 in bf16; the delta rule's beta enters O's operand Vn and
+                             the state update's factor uf: see kkt_solve.py)
+    h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
+    cu_seqlens [N + 1]       int32
+    scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
+Outputs:
+    o          [T, HV, V]    q's dtype
+    ht         [N(+1), HV, K, V] fp32 final states (written only when flags & 2)
+
+Per chunk (C tokens, local index r, S0 the state entering it, G the chunk-local cumsum of g), written for
+the transposed state S^T [V, K], which is what the kernel holds:
+    gamma_r = exp(G_r), Gamma_rs = exp(G_r - G_s) (r >= s), d_r = exp(G_last - G_r)   (all exponents <= 0)
+    W^T  = V^T - (S0^T K^T) diag(gamma) ;  Vn'^T = W^T A~^T ;  Vn^T = Vn'^T diag(beta)   (see kkt_solve.py)
+    O^T  = scale [(S0^T Q^T) diag(gamma) + Vn^T P^T],  P = Q K^T (.) Gamma
+    S^T  = gamma_last S0^T + (Vn'^T diag(d beta)) K
+With use_l2norm every K and Q product is rescaled by 1/||k||, 1/||q|| on its chunk rows (the norms of q
+are computed from the shared tile, those of k come from kkt_solve), so no normalised copy is made.
+Rows past the end of a sequence: a and v arrive by TMA from the next sequence's rows (finite: every row of
+a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn columns are finite values that
+d = 0 (kkt_solve's zero factor rows past each sequence) removes from the state and the masked Gamma removes
+from O; they are never stored.
+
+Tile plan: one CTA per (sequence, value head, V block of `block_v`), block_v / 64 "state" warpgroups, one
+auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (threads = 128 (block_v / 64 + 1),
++ 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128):
+    state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
+                has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
+                to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
+                (k, q, A~, P): Z^T = S^T K^T, then (defer_o_store) the previous chunk's O^T leaves while it
+                runs, then S^T Q^T, W^T on the CUDA cores (V^T by ldmatrix.trans) while S^T Q^T runs, Vn^T = W^T A~^T, then
+                S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never goes through shared memory; O^T
+                leaves through a swizzled shared tile by one TMA store a chunk (masked 16-byte row stores for a
+                sequence's partial last chunk).
+    aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (the row factor scale / ||q_r||
+                in the exponent; formed in registers in the input dtype, then copied in pairs into a
+                double buffer in shared memory once the state has released it) and the output's row factor
+                gamma_r scale / ||q_r||. At block_v 64 its first warp is also the producer, between two P's.
+    producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
+                soon as the stage is released, nothing else (its own warpgroup's first warp at block_v 128).
+The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
+deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
+Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
+a fence waits for every memory operation of its thread and the pass put one before every chunk's first wgmma):
+one after the auxiliary warpgroup's P stores, one after the state's o_s stores before the TMA store. So are the
+CTA barriers (specs.manual_syncs: TileLang's sync pass cannot see the mbarriers): named barriers around o_s (state
+warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through an mbarrier.
+"""
+
+
+import tilelang
+import tilelang.language as T
+
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, solve_row_stripe, store_diag_block,
+                            store_row_stripe)
+from .kkt_solve import FACTOR_ROWS
+
+LOG2E = 1.4426950408889634
+L2NORM_EPS = 1e-6
+QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
+O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
+AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
+INV_BARRIER_ID = 14  # named barrier of the auxiliary warpgroup around the inverse's shared tile (fused_inverse)
+
+
+def accumulator_layout(rows: int, cols: int):
+    """The state warpgroups' wgmma accumulator layout of a [rows, cols] tile (rows = V rows, 64 a warpgroup),
+    which is also their bf16 A-operand layout: in warpgroup g, warp w holds rows 64 g + 16 w .. + 15; lane l
+    rows l / 4 and l / 4 + 8 and the column pair 2 (l % 4), + 1 of every 8 columns; register
+    4 (j / 8) + 2 ((i % 16) / 8) + j % 2. Used to give a fragment filled by hand (ldmatrix) that layout."""
+    def thread(i, j):
+        return 128 * (i // 64) + 32 * ((i % 64) // 16) + 4 * (i % 8) + (j % 8) // 2
+
+    def index(i, j):
+        return 4 * (j // 8) + 2 * ((i % 16) // 8) + j % 2
+
+    return tilelang.layout.Fragment([rows, cols], forward_thread_fn=thread, forward_index_fn=index)
+
+
+def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
+                      head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
+                      state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
+                      defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
+                      pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
+                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False):
+    # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
+    # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
+    # producer_sets_ab; the producer no longer prefetches).
+    # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
+    # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
+    # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
+    # the block_v 64 rows 1-2% slower.
+    # setmaxnreg (block_v 128 only): the two state warpgroups grow to `state_regs` (inc), the others shrink to
+    # `aux_regs` and `producer_regs` (dec). The pool is what the launch allocated (512 threads x 128 with the
+    # producer warpgroup, else 384 x 168), so 2 state_regs + aux_regs (+ producer_regs) <= 512 (504); asking for
+    # more makes setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
+    K = V = head_dim
+    C, BV, NS = chunk_size, block_v, num_stages
+    AUX_UNROLL = aux_unroll or (2 if block_v == 128 else 1)
+    DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
+    # v_load_early (ldsm): V^T's ldmatrix loads right after the stage's full wait instead of after S^T Q^T's
+    # issue. Default at block_v 64 only. Measured (results/2026-11-24-h200-s11/v_early_ab): block_v 64 rows
+    # 3-5% faster (fused part), block_v 128 rows 2-5% slower.
+    V_EARLY = block_v == 64 if v_load_early is None else v_load_early
+    # pdl: programmatic dependent launch. kkt_solve lets this grid launch once all of its CTAs have started and
+    # passed their own wait on the grid before them, so here every input but kkt_solve's outputs (a, rows) is
+    # complete when a CTA starts: the state warpgroups load h0 at once, and only the auxiliary warpgroup, whose
+    # producer loads a and rows by TMA, waits for kkt_solve's grid (griddepcontrol.wait) before its first load.
+    # sq_order: how long S^T Q^T (issued right after Z^T) overlaps the forming of W^T, i.e. how much of st_b is
+    # live then. "overlap" (default without producer_wg): all of it runs on while W^T is formed (st_b, ot_f, z_f
+    # and V^T/W^T all live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited
+    # for before W^T (st_b dead by then). "split": S^T in bf16 as two K halves (st_h0, st_h1) and each product as
+    # two commit groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0
+    # dead, before W^T while its second half runs on. "wait" and "split" fit state_regs 192 with no spill and no
+    # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
+    # the same values (the fp32 accumulation order is unchanged). "split" at 192 / aux 120 measured the same speed
+    # as "overlap" at 208 / 88 (results/2026-11-24-h200-s14/beta_on_vn_split_ab): the budget of a 4-warpgroup kernel.
+    # producer_wg (default at block_v 128, v14): the TMA producer is a warpgroup of its own (its first warp issues,
+    # at setmaxnreg producer_regs), not the auxiliary warpgroup's first warp between two P's, so loads run as far
+    # ahead as the stages allow and P's loop waits on nothing but its inputs and P's buffers. 512 threads launch
+    # with 128 registers each: 2 state_regs + aux_regs + producer_regs <= 512 (FlashInfer's split: 2 x 192 + 104 +
+    # 24), so the state warpgroups run sq_order "split" at 192 (defaults then: 192 / 104). Measured
+    # (results/2026-11-24-h200-s14/producer_wg_ab): block_v 128 rows 1-3% less GPU time (graph replay), 2.5-5% less
+    # eager time. Without it (and at block_v 64): "overlap", state 208 / aux 88.
+    PRODUCER_WG = block_v == 128 if producer_wg is None else producer_wg
+    sq_order = sq_order or ("split" if PRODUCER_WG else "overlap")
+    state_regs = state_regs or (192 if PRODUCER_WG else 208)
+    aux_regs = aux_regs or (104 if PRODUCER_WG else 88)
+    producer_wg = PRODUCER_WG
+    # fused_inverse (default with producer_wg): the auxiliary warpgroup forms each chunk's gated inverse itself
+    # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
+    # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
+    fused_inverse = producer_wg if fused_inverse is None else fused_inverse
+    assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
+    assert C == CHUNK
+    assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
+    assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
+    assert V % BV == 0 and BV % 64 == 0
+    NVB = V // BV
+    NSW = BV // 64                      # state warpgroups
+    ST = 128 * NSW                      # state threads
+    THREADS = ST + 128 + (128 if producer_wg else 0)
+    assert NSW == 1 or producer_wg or 2 * state_regs + aux_regs <= 3 * 168
+    PT = ST + 128  # first thread of the producer warpgroup (producer_wg)
+    num_tokens = T.dynamic("num_tokens")
+    rows_len = T.dynamic("rows_len")
+    num_k_heads = T.dynamic("num_k_heads")
+    num_v_heads = T.dynamic("num_v_heads")
+    num_seqs_p1 = T.dynamic("num_seqs_p1")
+    acc = "float32"
+    full_row = T.GemmWarpPolicy.FullRow
+
+    @T.macro
+    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c):
+        """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released, all by TMA:
+        q, k, v, a and the chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are
+        zeros, so d = 0 there)."""
+        st = c % NS
+        t0 = seq_start + c * C
+        T.barrier_wait(empty[st], (c // NS + 1) % 2)
+        T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
+        T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
+        T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
+        if not fused_inverse:
+            T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
+        T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
+        T.barrier_arrive(full[st])
+
+    @T.macro
+    def load_v_transposed(v_s, vt_b, st, tx):
+        """State warpgroups: V^T of stage st into the fragment vt_b [BV, C], laid out as the wgmma accumulator
+        (its element (i, j) = V[j, i] in the register that holds W^T[i, j]), by ldmatrix.trans: C / 16 x4 loads a
+        thread instead of C BV / ST scalar 2-byte loads. Load m fills the thread's registers 8 m .. 8 m + 7, i.e.
+        its elements (i, j) with j in [16 m, 16 m + 16), addressed through the element (own row, 16 m). Lane l
+        points at the row 16 m + 8 (l / 16) + l % 8 of V, columns 64 g + 16 w + 8 ((l / 8) % 2) .. + 7, so the
+        four 8 x 8 matrices of load m are (row half, column half) = (l / 16, (l / 8) % 2) in register order.
+        TileLang's own shared -> fragment ldmatrix copy drops a dynamic region offset (the stage)."""
+        lane = tx % 32
+        for m in T.unroll(C // 16):
+            T.call_extern("handle", "tl::ptx_ldmatrix_x4_trans",
+                          T.address_of(v_s[st, 16 * m + 8 * (lane // 16) + lane % 8,
+                                           64 * (tx // 128) + 16 * ((tx % 128) // 32) + 8 * ((lane // 8) % 2)]),
+                          T.address_of(vt_b[64 * (tx // 128) + 16 * ((tx % 128) // 32) + lane // 4, 16 * m]))
+
+    @T.macro
+    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
+               p_used, seq_start, seq_end, scale, c, lx_s=None, a_s=None, gi_f=None, gj_f=None, rqf_f=None,
+               a_ready=None):
+        """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
+        the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
+        the stage's and P's barriers. With lx_s (fused_inverse: `form_inverse` left the inverse X there) the same
+        element loop also writes A~ = X (.) Gamma into a_s[c % 2]: each Gamma_ij = exp(G_i - G_j) is formed once
+        for both, and P's row and column factors (scale / ||q_i||, 1 / ||k_j||) are multiplied in."""
+        st = c % NS
+        pb = c % 2
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (c // NS) % 2)
+        T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+        # the gate and norm factors of the thread's rows and columns into registers once (read per
+        # element from shared memory they were 4 loads an element, half of this warpgroup's time)
+        for j in T.Parallel(C):
+            if lx_s is not None:  # the column factor 1/||k_j|| (or 1) itself
+                gq_f[j] = fac_s[st, 1, j]
+            elif use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
+                gq_f[j] = fac_s[st, 0, j] * LOG2E - T.log2(fac_s[st, 1, j])
+            else:
+                gq_f[j] = fac_s[st, 0, j] * LOG2E
+        if use_l2norm:
+            T.clear(qn_f)
+            for kb in T.serial(K // QNORM_SLICE):
+                for i, j in T.Parallel(C, QNORM_SLICE):
+                    qq_f[i, j] = q_s[st, i, kb * QNORM_SLICE + j] * q_s[st, i, kb * QNORM_SLICE + j]
+                T.reduce_sum(qq_f, qn_f, dim=1, clear=False)
+            # rq_s hands the row norms from the reduction's layout to P's; the kernel is lowered without
+            # TileLang's sync pass (specs.manual_syncs), so both hazards are fenced here: the previous chunk's
+            # reads before the writes, the writes before the reads
+            T.sync_threads(AUX_BARRIER_ID, 128)
+            for i in T.Parallel(C):
+                rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
+            T.sync_threads(AUX_BARRIER_ID, 128)
+            for i in T.Parallel(C):
+                gr_f[i] = fac_s[st, 0, i] * LOG2E + T.log2(rq_s[i])
+        else:
+            for i in T.Parallel(C):
+                gr_f[i] = fac_s[st, 0, i] * LOG2E + T.log2(scale)
+        # the row factor (scale / ||q_i||) rides in the exponent (gr_i = log2(gamma_i scale / ||q_i||)): one
+        # FMUL and a reload of `scale` less an element. P goes to registers in the input dtype first and to
+        # shared memory by a copy in pairs (the element loop's exp2 kept it from vectorising: 2-byte stores),
+        # so only that copy waits for the state to release P's buffer.
+        if lx_s is None:
+            for i, j in T.Parallel(C, C):
+                pb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]), 0.0)
+            T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+            T.copy(pb_f, p_s[pb, :, :])
+        else:
+            # row factor scale / ||q_i|| (or scale), column factor 1 / ||k_j|| (or 1): gq_f holds it here
+            for i in T.Parallel(C):
+                rqf_f[i] = rq_s[i] if use_l2norm else scale
+            for i in T.Parallel(C):
+                gi_f[i] = fac_s[st, 0, i]
+            for j in T.Parallel(C):
+                gj_f[j] = fac_s[st, 0, j]
+            T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state is done with p_s[pb] and a_s[pb] (chunk c - 2)
+            for i, j in T.Parallel(C, C):
+                # kkt_solve's gate (min() a no-op for g <= 0, keeps exp2 finite otherwise): A~ bitwise kkt_solve's
+                gate = T.exp2(T.min(gi_f[i] - gj_f[j], 0.0) * LOG2E)
+                a_s[pb, i, j] = T.cast(T.if_then_else(j <= i, lx_s[i, j] * gate, 0.0), dtype)
+                if use_l2norm:
+                    p_s[pb, i, j] = T.cast(T.if_then_else((j <= i) & (t0 + i < seq_end),
+                                                          p_f[i, j] * gate * rqf_f[i] * gq_f[j], 0.0), dtype)
+                else:
+                    p_s[pb, i, j] = T.cast(T.if_then_else((j <= i) & (t0 + i < seq_end), p_f[i, j] * gate * rqf_f[i],
+                                                          0.0), dtype)
+        for i in T.Parallel(C):
+            of_s[pb, i] = T.exp2(gr_f[i])
+        T.fence_proxy_async()  # generic-proxy stores of P (and A~) -> the state warpgroups' wgmma reads
+        if lx_s is not None:
+            T.barrier_arrive(a_ready[pb])
+        T.barrier_arrive(p_ready[pb])
+        T.barrier_arrive(empty[st])
+
+    @T.macro
+    def form_inverse(k_s, fac_s, lx_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, full, seq_start,
+                     seq_end, c, ta):
+        """Auxiliary warpgroup (fused_inverse), chunk c: the inverse X = (I + L)^-1 with
+        L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into lx_s, as kkt_solve
+        forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
+        K K^T by one wgmma, L to the fp32 tile lx_s (blocks on or below the diagonal), the diagonal blocks'
+        inverses written over L's diagonal blocks, the row stripes' blocks (chunk_inverse.py) over L's blocks
+        below the diagonal; `form_p` then gates it with Gamma_ij = exp(G_i - G_j) (formed once for A~ and P) and
+        rounds it to the input dtype into a_s[c % 2]. ta: the thread's index in the warpgroup. Named barriers
+        (INV_BARRIER_ID) order the in-place steps on lx_s (the first one also waits for the previous chunk's
+        reads in `form_p`)."""
+        st = c % NS
+        pb = c % 2
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (c // NS) % 2)
+        T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
+        if use_l2norm:  # row factor 1/||k_i||, column factor beta_j / ||k_j|| (kkt_solve's rows 1 and 4)
+            for i in T.Parallel(C):
+                rb_f[i] = fac_s[st, 1, i]
+            for j in T.Parallel(C):
+                cn_f[j] = fac_s[st, 4, j] * fac_s[st, 1, j]
+            for i, j in T.Parallel(C, C):
+                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < seq_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+        else:
+            for j in T.Parallel(C):
+                cn_f[j] = fac_s[st, 4, j]
+            for i, j in T.Parallel(C, C):
+                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < seq_end), kk_f[i, j] * cn_f[j], 0.0)
+        T.sync_threads(INV_BARRIER_ID, 128)  # the previous chunk's epilogue has read lx_s
+        for i, j in T.Parallel(C, C):
+            if j // SUB <= i // SUB:
+                lx_s[i, j] = kk_f[i, j]
+        T.sync_threads(INV_BARRIER_ID, 128)
+        if ta < C:
+            diag_block_inverse(lx_s, col, ta)
+        T.sync_warp()  # a diagonal block is read and rewritten by one warp only (threads 16 b .. 16 b + 15)
+        if ta < C:
+            store_diag_block(lx_s, col, ta)
+        T.sync_threads(INV_BARRIER_ID, 128)
+        wi = ta // 32
+        gq = (ta % 32) // 4
+        tq = ta % 4
+        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1, inverse_tf32x3)
+        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2, inverse_tf32x3)
+        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3, inverse_tf32x3)
+        T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
+        store_row_stripe(lx_s, xo, wi, gq, tq)
+        T.sync_threads(INV_BARRIER_ID, 128)
+
+    @T.macro
+    def p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
+                        full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0, scale, n_chunks, tx,
+                        loads):
+        """Auxiliary warpgroup at block_v 128: P for every chunk, two chunks a step (c % 2, P's buffer, is a constant
+        in each copy); with `loads` (no producer warpgroup) its first warp loads chunk c + NS - 1 after each P."""
+        for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+            for par in T.unroll(2):
+                c = 2 * c2 + par
+                if c < n_chunks:
+                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
+                           p_used, seq_start, seq_end, scale, c)
+                    if loads:
+                        if tx < ST + 32 and c + NS - 1 < n_chunks:
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c + NS - 1)
+
+    @T.macro
+    def state_times(st_b, st_h0, st_h1, x_s, st, acc_f):
+        """State warpgroups: acc_f = S^T X^T for stage st of x_s [NS, C, K] (k or q), from S^T in bf16: one wgmma
+        group, or with sq_order "split" two groups over the K halves (the same instructions in the same order)."""
+        if sq_order == "split":
+            T.wgmma_gemm(st_h0, x_s[st, :, 0:K // 2], acc_f, transpose_B=True, clear_accum=True, policy=full_row)
+            T.wgmma_gemm(st_h1, x_s[st, :, K // 2:K], acc_f, transpose_B=True, clear_accum=False, policy=full_row)
+        else:
+            T.wgmma_gemm(st_b, x_s[st, :, :], acc_f, transpose_B=True, clear_accum=True, policy=full_row)
+
+    @T.macro
+    def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
+        """State warpgroups: the O^T of the chunk starting at token t0 -> o_s (transposed) -> global. A full
+        chunk leaves by one TMA store that nobody waits for until o_s is rewritten a chunk later; a sequence's
+        partial last chunk by masked row stores (a TMA box would write into the next sequence's rows)."""
+        T.tma_store_wait()  # the previous chunk's store has read o_s
+        T.sync_threads(O_BARRIER_ID, ST)
+        for i, j in T.Parallel(BV, C):
+            o_s[j, i] = ot_f[i, j]
+        T.fence_proxy_async()  # generic writes of o_s -> the TMA engine's reads
+        T.sync_threads(O_BARRIER_ID, ST)
+        if t0 + C <= seq_end:
+            T.tma_copy(o_s, o[t0:t0 + C, hv, v0:v0 + BV])
+        else:
+            for i, j in T.Parallel(C, BV):
+                if t0 + i < seq_end:
+                    o[t0 + i, hv, v0 + j] = o_s[i, j]
+
+    @T.prim_func
+    def chunk_fwd(
+        q: T.Tensor((num_tokens, num_k_heads, K), dtype),
+        k: T.Tensor((num_tokens, num_k_heads, K), dtype),
+        v: T.Tensor((num_tokens, num_v_heads, V), dtype),
+        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), acc),
+        a: T.Tensor((num_tokens, num_v_heads, C), dtype),
+        h0: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
+        ht: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
+        cu_seqlens: T.Tensor((num_seqs_p1,), "int32"),
+        o: T.Tensor((num_tokens, num_v_heads, V), dtype),
+        scale: T.float32,
+        flags: T.int32,
+    ):
+        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=THREADS) as (bhv, n):
+            hv = bhv // NVB
+            v0 = (bhv % NVB) * BV
+            hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
+            hk = hv // (num_v_heads // num_k_heads)
+            seq_start = cu_seqlens[n]
+            # the sequence's first factor row (kkt_solve's layout, ops.rows_start: 16-byte aligned for TMA, and
+            # a gap of C zero rows after each sequence, so a partial last chunk's rows past the end read zeros)
+            rows0 = T.alloc_var("int32")
+            rows0 = (seq_start + 3) // 4 * 4 + C * n
+            seq_end = cu_seqlens[n + 1]
+            n_chunks = T.ceildiv(seq_end - seq_start, C)
+
+            # stages filled by the producer
+            q_s = T.alloc_shared((NS, C, K), dtype)
+            k_s = T.alloc_shared((NS, C, K), dtype)
+            v_s = T.alloc_shared((NS, C, BV), dtype)
+            # A~: loaded by stage, or (fused_inverse) formed by the auxiliary warpgroup into a double buffer
+            a_s = T.alloc_shared((2 if fused_inverse else NS, C, C), dtype)
+            # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
+            # beta_r (column factor of Vn'^T in S^T), beta_r (Vn = Vn' diag(beta), O's operand); kkt_solve's rows,
+            # zero past the sequence's end
+            fac_s = T.alloc_shared((NS, FACTOR_ROWS, C), acc)
+            fac_flat = T.view(fac_s, (NS * FACTOR_ROWS * C,), acc)
+            # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
+            p_s = T.alloc_shared((2, C, C), dtype)
+            of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
+            rq_s = T.alloc_shared((C,), acc)         # scale / ||q_r|| (or scale)
+            o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory (TMA store)
+            if fused_inverse:
+                # L, then the inverse in place (fp32, rows padded to 72 floats: the mma fragments' loads and
+                # stores of a half-warp land on distinct banks)
+                lx_s = T.alloc_shared((C, C + 8), acc)
+                kk_f = T.alloc_fragment((C, C), acc)
+                rb_f = T.alloc_fragment((C,), acc)
+                cn_f = T.alloc_fragment((C,), acc)
+                col = T.alloc_local((SUB,), acc)
+                xo = T.alloc_local((XO_REGS,), acc)
+                tt = T.alloc_local((8,), acc)
+                a_f = T.alloc_local((4,), acc)
+                b_f = T.alloc_local((2,), acc)
+                ah = T.alloc_local((4,), "uint32")
+                al = T.alloc_local((4,), "uint32")
+                bh = T.alloc_local((2,), "uint32")
+                bl = T.alloc_local((2,), "uint32")
+                gi_f = T.alloc_fragment((C,), acc)
+                gj_f = T.alloc_fragment((C,), acc)
+                rqf_f = T.alloc_fragment((C,), acc)
+            # v (read transposed for W^T) and o (written transposed from O^T) are not wgmma operands:
+            # swizzle them so those accesses spread over the banks
+            T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
+                               o_s: tilelang.layout.make_swizzled_layout(o_s)})
+
+            st_f = T.alloc_fragment((BV, K), acc)     # S^T
+            # S^T in bf16 (the A operand of Z^T and S^T Q^T): whole, or by K halves with sq_order "split"
+            st_b = st_h0 = st_h1 = None
+            if sq_order == "split":
+                st_h0 = T.alloc_fragment((BV, K // 2), dtype)
+                st_h1 = T.alloc_fragment((BV, K // 2), dtype)
+            else:
+                st_b = T.alloc_fragment((BV, K), dtype)
+            z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn'^T
+            w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn'^T diag(uf) (uf carries beta)
+            vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T = Vn'^T diag(beta), O's operand
+            vt_b = T.alloc_fragment((BV, C), dtype)   # V^T by ldmatrix.trans, laid out as W^T
+            if v_load == "ldsm":
+                T.annotate_layout({vt_b: accumulator_layout(BV, C)})
+            ot_f = T.alloc_fragment((BV, C), acc)     # O^T
+            p_f = T.alloc_fragment((C, C), acc)
+            qq_f = T.alloc_fragment((C, QNORM_SLICE), acc)
+            qn_f = T.alloc_fragment((C,), acc)
+            gr_f = T.alloc_fragment((C,), acc)        # log2(gamma scale / ||q||) by row of P
+            pb_f = T.alloc_fragment((C, C), dtype)    # P in the input dtype, before its copy to p_s
+            gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
+            gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
+            gl_row = T.alloc_var("int32")               # flat index of the chunk's last G in fac_s
+
+            full = T.alloc_barrier(arrive_count=[32] * NS)
+            empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
+            p_ready = T.alloc_barrier(arrive_count=[128, 128])
+            p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
+            if fused_inverse:
+                a_ready = T.alloc_barrier(arrive_count=[128, 128])
+
+            tx = T.get_thread_binding()
+
+            if tx < ST:
+                # ------------------------------------------------------------- state warpgroups
+                if NSW > 1:
+                    T.set_max_nreg(state_regs, 1)
+                if flags % 2 == 1:
+                    for i, j in T.Parallel(BV, K):
+                        st_f[i, j] = h0[n, hv, j, v0 + i]
+                else:
+                    T.clear(st_f)
+                for c in T.serial(n_chunks):
+                    st = c % NS
+                    pb = c % 2
+                    t0 = seq_start + c * C
+                    T.barrier_wait(full[st], (c // NS) % 2)
+                    if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
+                        load_v_transposed(v_s, vt_b, st, tx)
+                    if sq_order == "split":  # S^T in bf16 as two K halves: st_h0 dies once S^T Q^T's first half is done
+                        for i, j in T.Parallel(BV, K // 2):
+                            st_h0[i, j] = st_f[i, j]
+                        for i, j in T.Parallel(BV, K // 2):
+                            st_h1[i, j] = st_f[i, j + K // 2]
+                    else:
+                        T.copy(st_f, st_b)
+                    state_times(st_b, st_h0, st_h1, k_s, st, z_f)  # Z^T = S^T K^T
+                    if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
+                        store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
+                    state_times(st_b, st_h0, st_h1, q_s, st, ot_f)  # S^T Q^T
+                    if v_load == "ldsm" and not V_EARLY:
+                        load_v_transposed(v_s, vt_b, st, tx)
+                    # "overlap": Z^T done, S^T Q^T may still run while W^T is formed; "split": Z^T and S^T Q^T's
+                    # first half done, its second half may still run; "wait": both done
+                    T.wait_wgmma(0 if sq_order == "wait" else 1)
+                    if v_load == "ldsm":
+                        for i, j in T.Parallel(BV, C):
+                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
+                    else:
+                        for i, j in T.Parallel(BV, C):
+                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
+                    if fused_inverse:
+                        T.barrier_wait(a_ready[pb], (c // 2) % 2)
+                        T.wgmma_gemm(w_b, a_s[pb, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    else:
+                        T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
+                    # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
+                    # index to int64, a 64-bit c % 3 on the state's path every chunk)
+                    gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
+                    gl = T.exp2(fac_flat[gl_row] * LOG2E)
+                    for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
+                        st_f[i, j] = st_f[i, j] * gl
+                    T.wait_wgmma(0)
+                    for i, j in T.Parallel(BV, C):
+                        w_b[i, j] = z_f[i, j] * fac_s[st, 3, j]
+                    T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
+                    for i, j in T.Parallel(BV, C):  # O's operand Vn = Vn' diag(beta), while the state update runs
+                        vn_b[i, j] = z_f[i, j] * fac_s[st, 4, j]
+                    T.barrier_wait(p_ready[pb], (c // 2) % 2)
+                    for i, j in T.Parallel(BV, C):
+                        ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
+                    T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=full_row)
+                    T.wait_wgmma(0)
+                    T.barrier_arrive(p_used[pb])
+                    T.barrier_arrive(empty[st])
+                    if not DEFER_O:
+                        store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
+                if DEFER_O and n_chunks > 0:
+                    store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
+                T.tma_store_wait()  # o_s must outlive the last store's reads
+                if flags // 2 % 2 == 1:
+                    for i, j in T.Parallel(BV, K):
+                        ht[n, hv, j, v0 + i] = st_f[i, j]
+
+            elif producer_wg:
+                if tx < PT:
+                    # ------------------------------------ auxiliary warpgroup: P (and with fused_inverse A~ first)
+                    T.set_max_nreg(aux_regs, 0)
+                    if fused_inverse:
+                        for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+                            for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
+                                c = 2 * c2 + par
+                                if c < n_chunks:
+                                    form_inverse(k_s, fac_s, lx_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh,
+                                                 bl, full, seq_start, seq_end, c, tx - ST)
+                                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
+                                           empty, p_ready, p_used, seq_start, seq_end, scale, c, lx_s, a_s, gi_f, gj_f,
+                                           rqf_f, a_ready)
+                    else:
+                        p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
+                                        gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,
+                                        hv, v0, scale, n_chunks, tx, False)
+                else:
+                    # ----------------------------------------------------- producer warpgroup (first warp loads)
+                    T.set_max_nreg(producer_regs, 0)
+                    if pdl:  # kkt_solve's a and rows are complete and visible from here on
+                        T.pdl_sync()
+                    for c in T.serial(n_chunks):
+                        if tx < PT + 32:
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c)
+            else:
+                # ------------------------------------------------------------- auxiliary warpgroup
+                if NSW > 1:
+                    T.set_max_nreg(aux_regs, 0)
+                if pdl:  # kkt_solve's a and rows are complete and visible from here on
+                    T.pdl_sync()
+                # the producer (first warp) loads chunk c into stage c % NS, NS - 1 chunks ahead of P's chunk
+                for c0 in T.unroll(NS - 1):
+                    if tx < ST + 32 and c0 < n_chunks:
+                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c0)
+                if AUX_UNROLL == 2:
+                    p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
+                                    pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
+                                    scale, n_chunks, tx, True)
+                else:
+                    for c in T.serial(n_chunks):
+                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty,
+                               p_ready, p_used, seq_start, seq_end, scale, c)
+                        if tx < ST + 32 and c + NS - 1 < n_chunks:
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c + NS - 1)
+
+    return chunk_fwd
