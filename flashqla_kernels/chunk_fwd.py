@@ -60,8 +60,8 @@ warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through a
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, solve_row_stripe, store_diag_block,
-                            store_row_stripe)
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripe,
+                            store_diag_block, store_row_stripe)
 from .kkt_solve import FACTOR_ROWS
 
 LOG2E = 1.4426950408889634
@@ -243,8 +243,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(empty[st])
 
     @T.macro
-    def form_inverse(k_s, fac_s, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b, g_b, o_b,
-                     col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
+    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
+                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
         forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
@@ -289,26 +289,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
         store_row_stripe(lx_s, xo, wi, gq, tq)
         T.sync_threads(INV_BARRIER_ID, 128)
-        # epilogue as kkt_solve's: warp w gates rows [16 w, 16 w + 16), lane l the column pair (2 l, 2 l + 1),
-        # loads a batch of rows at a time (unmasked: above the diagonal lx_s holds anything, the select drops it)
-        cp = (ta % 32) * 2
-        row0 = wi * (C // 4)
-        for u in T.unroll(2):
-            col_g[u] = fac_s[st, 0, cp + u]
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
-        for bb in T.serial(C // 4 // INV_EPILOGUE_BATCH):
-            for e in T.vectorized(INV_EPILOGUE_BATCH):
-                g_b[e] = fac_s[st, 0, row0 + bb * INV_EPILOGUE_BATCH + e]
-            for e in T.unroll(INV_EPILOGUE_BATCH):
-                for u in T.vectorized(2):
-                    x_b[e * 2 + u] = lx_s[row0 + bb * INV_EPILOGUE_BATCH + e, cp + u]
-            for e in T.unroll(INV_EPILOGUE_BATCH):
-                ei = row0 + bb * INV_EPILOGUE_BATCH + e
-                for u in T.unroll(2):
-                    o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
-                        T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
-                for u in T.vectorized(2):
-                    a_s[pb, ei, cp + u] = o_b[u]
+        # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
+        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
@@ -538,9 +521,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
                                 c = 2 * c2 + par
                                 if c < n_chunks:
-                                    form_inverse(k_s, fac_s, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al,
-                                                 bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready, seq_start,
-                                                 seq_end, c, tx - ST)
+                                    form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
+                                                 ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
+                                                 seq_start, seq_end, c, tx - ST)
                                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                            empty, p_ready, p_used, seq_start, seq_end, scale, c)
                     else:

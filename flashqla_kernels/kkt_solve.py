@@ -64,7 +64,7 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import CHUNK, XO_REGS, diag_block_inverse, solve_row_stripe, store_diag_block, store_row_stripe
+from .chunk_inverse import CHUNK, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripe, store_diag_block, store_row_stripe
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
@@ -307,23 +307,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
                     # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
                     # in flight together instead of one latency per element.
-                    cp = (tx % 32) * 2
-                    row0 = (tx // 32) * rows_per_warp
-                    for u in T.unroll(2):
-                        col_g[u] = gc_s[cp + u]
-                    for bb in T.serial(rows_per_warp // epilogue_batch):
-                        for e in T.vectorized(epilogue_batch):
-                            g_b[e] = gc_s[row0 + bb * epilogue_batch + e]
-                        for e in T.unroll(epilogue_batch):
-                            for u in T.vectorized(2):
-                                x_b[e * 2 + u] = x_s[row0 + bb * epilogue_batch + e, cp + u]
-                        for e in T.unroll(epilogue_batch):
-                            ei = row0 + bb * epilogue_batch + e
-                            for u in T.unroll(2):
-                                o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
-                                    T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
-                            for u in T.vectorized(2):
-                                ao_s[ei, cp + u] = o_b[u]
+                    gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
                     # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
                     # made kkt_solve 16% slower): a full chunk by one TMA store (a_store "tma"), a sequence's partial
                     # last chunk (or every chunk with "ldg") by masked 16-byte row stores (a TMA box would write into
