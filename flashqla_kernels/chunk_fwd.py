@@ -60,7 +60,7 @@ warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through a
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripe,
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
                             store_diag_block, store_row_stripe)
 from .kkt_solve import FACTOR_ROWS
 
@@ -280,14 +280,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         if ta < C:
             store_diag_block(lx_s, col, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
-        wi = ta // 32
-        gq = (ta % 32) // 4
-        tq = ta % 4
-        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1, inverse_tf32x3)
-        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2, inverse_tf32x3)
-        solve_row_stripe(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3, inverse_tf32x3)
+        solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
         T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
-        store_row_stripe(lx_s, xo, wi, gq, tq)
+        store_row_stripe(lx_s, xo, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]

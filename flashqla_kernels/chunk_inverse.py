@@ -129,8 +129,23 @@ def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, 
 
 
 @T.macro
-def store_row_stripe(x_s, xo, wi, gq, tq):
-    """Every warp's blocks X_{wi,J}, J < wi, from its registers (`solve_row_stripe`) to x_s (float2 stores)."""
+def solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, split=True):
+    """`solve_row_stripe` for the warp of thread tx (of a 128-thread warpgroup), row stripes 1..3 (stripe 0 has no
+    block left of the diagonal)."""
+    wi = tx // 32
+    gq = (tx % 32) // 4
+    tq = tx % 4
+    for I in (1, 2, 3):
+        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, split)
+
+
+@T.macro
+def store_row_stripe(x_s, xo, tx):
+    """Every warp's blocks X_{wi,J}, J < wi (wi = tx / 32), from its registers (`solve_row_stripe`) to x_s (float2
+    stores)."""
+    wi = tx // 32
+    gq = (tx % 32) // 4
+    tq = tx % 4
     for jb in T.unroll(CHUNK // SUB - 1):
         if jb < wi:
             for qh in T.unroll(4):

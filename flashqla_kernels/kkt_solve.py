@@ -64,7 +64,8 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import CHUNK, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripe, store_diag_block, store_row_stripe
+from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes, store_diag_block,
+                            store_row_stripe)
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
@@ -291,13 +292,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                             x_s[2 * SUB + i, j] = -m_f[i, j]
                     elif merge == "mma":
                         T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
-                        wi = tx // 32
-                        gq = (tx % 32) // 4
-                        tq = tx % 4
-                        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 1, tf32x3)
-                        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 2, tf32x3)
-                        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, 3, tf32x3)
-                        store_row_stripe(x_s, xo, wi, gq, tq)
+                        solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, tf32x3)
+                        store_row_stripe(x_s, xo, tx)
                 T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
                 if solve:
                     # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; chunk_fwd applies beta elsewhere;
