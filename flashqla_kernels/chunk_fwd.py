@@ -9,7 +9,8 @@ Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
                              rows_start(n) = round_up(cu_seqlens[n], 4) + C n, each sequence followed by zero rows
     a          [T, HV, C]    gated inverse A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, from kkt_solve
                              (A~'s diagonal is exactly 1 in bf16; the delta rule's beta enters O's operand Vn and
-                             the state update's factor uf: see kkt_solve.py)
+                             the state update's factor uf: see kkt_solve.py); not read by the fused_inverse
+                             variant, which forms A~ itself (kkt_solve then writes only `rows`)
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
@@ -45,6 +46,8 @@ auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (thr
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
                 gamma_r scale / ||q_r||. At block_v 64 its first warp is also the producer, between two P's.
+                With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
+                the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
                 soon as the stage is released, nothing else (its own warpgroup's first warp at block_v 128).
 The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
@@ -53,7 +56,8 @@ Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fenc
 a fence waits for every memory operation of its thread and the pass put one before every chunk's first wgmma):
 one after the auxiliary warpgroup's P stores, one after the state's o_s stores before the TMA store. So are the
 CTA barriers (specs.manual_syncs: TileLang's sync pass cannot see the mbarriers): named barriers around o_s (state
-warpgroups) and rq_s (auxiliary warpgroup); every other hand-over goes through an mbarrier.
+warpgroups) and rq_s (auxiliary warpgroup), and with fused_inverse around the inverse's tile; every other
+hand-over goes through an mbarrier.
 """
 
 
