@@ -3,8 +3,8 @@
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
-    rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G (the chunk-local
-                             cumsum of the log decay), 1/||k|| (or 1), wf = exp(G) / ||k||,
+    rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G log2(e) (the
+                             chunk-local cumsum of the log decay, in log2 units), 1/||k|| (or 1), wf = exp(G) / ||k||,
                              uf = beta exp(G_last - G) / ||k||, beta; sequence n's tokens from row
                              rows_start(n) = round_up(cu_seqlens[n], 4) + C n, each sequence followed by zero rows
     a          [T, HV, C]    gated inverse A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, from kkt_solve
@@ -68,7 +68,6 @@ from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, 
                             store_diag_block, store_row_stripe)
 from .kkt_solve import FACTOR_ROWS
 
-LOG2E = 1.4426950408889634
 L2NORM_EPS = 1e-6
 QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
@@ -211,9 +210,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
         for j in T.Parallel(C):
             if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
-                gq_f[j] = fac_s[st, 0, j] * LOG2E - T.log2(fac_s[st, 1, j])
+                gq_f[j] = fac_s[st, 0, j] - T.log2(fac_s[st, 1, j])
             else:
-                gq_f[j] = fac_s[st, 0, j] * LOG2E
+                gq_f[j] = fac_s[st, 0, j]
         if use_l2norm:
             T.clear(qn_f)
             for kb in T.serial(K // QNORM_SLICE):
@@ -228,10 +227,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
             T.sync_threads(AUX_BARRIER_ID, 128)
             for i in T.Parallel(C):
-                gr_f[i] = fac_s[st, 0, i] * LOG2E + T.log2(rq_s[i])
+                gr_f[i] = fac_s[st, 0, i] + T.log2(rq_s[i])
         else:
             for i in T.Parallel(C):
-                gr_f[i] = fac_s[st, 0, i] * LOG2E + T.log2(scale)
+                gr_f[i] = fac_s[st, 0, i] + T.log2(scale)
         # the row factor (scale / ||q_i||) rides in the exponent (gr_i = log2(gamma_i scale / ||q_i||)): one
         # FMUL and a reload of `scale` less an element. P goes to registers in the input dtype first and to
         # shared memory by a copy in pairs (the element loop's exp2 kept it from vectorising: 2-byte stores),
@@ -290,7 +289,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
-        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
+        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype,
+                  log2_units=True)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
@@ -486,7 +486,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
                     # index to int64, a 64-bit c % 3 on the state's path every chunk)
                     gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
-                    gl = T.exp2(fac_flat[gl_row] * LOG2E)
+                    gl = T.exp2(fac_flat[gl_row])
                     for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                         st_f[i, j] = st_f[i, j] * gl
                     T.wait_wgmma(0)
