@@ -289,8 +289,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
-        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype,
-                  log2_units=True)
+        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 

@@ -15,7 +15,6 @@ Warp I's stripe has I(I+1)/2 + I block products (warp 3: nine), so the warps fin
 
 import tilelang.language as T
 
-LOG2E = 1.4426950408889634
 CHUNK = 64
 SUB = CHUNK // 4  # diagonal block size; a row stripe is one m16 mma tile high
 TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
@@ -155,13 +154,13 @@ def store_row_stripe(x_s, xo, tx):
 
 
 @T.macro
-def gate_rows(x_s, g_buf, g_off, out, out_lead, x_b, g_b, o_b, col_g, tx, batch, dtype, log2_units=False):
+def gate_rows(x_s, g_buf, g_off, out, out_lead, x_b, g_b, o_b, col_g, tx, batch, dtype):
     """The gated inverse's epilogue, A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype`: warp w = tx / 32 of the
     warpgroup gates the rows [16 w, 16 w + 16), lane l the column pair (2 l, 2 l + 1); the pair's G is loaded once,
     then `batch` rows at a time: their G (g_buf[g_off + row], one vector), their X pairs (8-byte loads, unmasked:
     above the diagonal x_s may hold anything, the select discards it), then the gate. out[row, col] (out_lead None) or
-    out[out_lead, row, col] gets the bf16 pairs. log2_units: G in g_buf is already G log2(e) (kkt_solve's rows[0]),
-    else it is scaled here. min() is a no-op for g <= 0 (the op's contract) and keeps exp2 finite otherwise."""
+    out[out_lead, row, col] gets the bf16 pairs. G in g_buf is in log2 units (G log2(e), as kkt_solve's rows[0]).
+    min() is a no-op for g <= 0 (the op's contract) and keeps exp2 finite otherwise."""
     cp = (tx % 32) * 2
     row0 = (tx // 32) * SUB
     for u in T.unroll(2):
@@ -175,12 +174,8 @@ def gate_rows(x_s, g_buf, g_off, out, out_lead, x_b, g_b, o_b, col_g, tx, batch,
         for e in T.unroll(batch):
             ei = row0 + bb * batch + e
             for u in T.unroll(2):
-                if log2_units:
-                    o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
-                        T.min(g_b[e] - col_g[u], 0.0)), 0.0), dtype)
-                else:
-                    o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
-                        T.min(g_b[e] - col_g[u], 0.0) * LOG2E), 0.0), dtype)
+                o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
+                    T.min(g_b[e] - col_g[u], 0.0)), 0.0), dtype)
             for u in T.vectorized(2):
                 if out_lead is None:
                     out[ei, cp + u] = o_b[u]

@@ -46,7 +46,7 @@ a tile that shares its space with L's (K is dead once K K^T is in registers), K 
 wgmma (C x C x K) into fp32 registers, the masked L goes to shared memory in fp32 (only its 16 x 16 blocks on
 or below the diagonal: the upper 3/8 are never written nor read), and the unit lower
 triangular inverse is built blockwise in fp32: the four 16 x 16 diagonal blocks by forward substitution
-(one thread per column, in registers; meanwhile the other 64 threads form the chunk cumsum of g, one row each),
+(one thread per column, in registers; meanwhile the other 64 threads form the chunk cumsum of g by warp shuffles),
 then the blocks below the diagonal: "mma" (the default, v12): each warp owns a row stripe of 16 rows and
 forms its blocks right to left from X L = I, X_IJ = -(sum_K X_IK L_KJ) X_JJ, by warp-level tf32 mma.sync with
 hi/lo split operands (3xTF32, about fp32 accuracy), its own earlier blocks in registers and L, X_JJ from shared
@@ -76,8 +76,7 @@ FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); c
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
                       epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
-                      cumsum_vec: int = 4, a_store: str = "tma", pdl: bool = True, solve: bool = True,
-                      tf32x3: bool = False, cumsum: str = "scan", norm_by_warp: bool = True):
+                      a_store: str = "tma", pdl: bool = True, solve: bool = True, tf32x3: bool = False):
     """merge: "regs" (register-tiled block products), "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3) or "mma" (v12: every block
     below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
@@ -89,12 +88,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     k_load: how K's chunk reaches shared memory: "tma" (one bulk tensor copy on an mbarrier, issued by the
     first warp while every thread loads beta and g; rows past the tensor's end arrive as zeros) or "ldg"
     (16-byte loads through registers, each with its 64-bit address and bounds test).
-    cumsum: how warps 2 and 3 form the chunk cumsum of g while warps 0 and 1 invert the diagonal blocks: "scan"
-    (warp-shuffle inclusive scans, ~20 instructions a thread) or "serial" (each thread sums its row's prefix in
-    order, ~200 instructions a thread).
-    cumsum_vec: g values a "serial" cumsum thread reads per shared-memory load (broadcast vectors).
-    norm_by_warp: (use_l2norm) the diagonal of K K^T tested by a branch a warp (4 candidate registers a thread)
-    instead of over all 32 registers.
     a_store: how a full chunk's A~ leaves: "tma" (one bulk tensor store from the staging tile, waited for
     before the CTA exits) or "ldg" (16-byte row stores through registers, as a partial chunk always does).
     pdl: programmatic dependent launch (every TileLang launch allows it): each CTA first waits for the grid
@@ -107,7 +100,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     no inverse, `a` neither read nor written (any valid pointer may be passed); K is loaded only with use_l2norm
     (its norms are the diagonal of K K^T, formed as in the full pass, so the rows are bitwise the same)."""
     assert k_load in ("tma", "ldg") and merge in ("regs", "tc", "mma") and a_store in ("tma", "ldg")
-    assert cumsum in ("scan", "serial")
     K, C = head_dim_k, chunk_size
     assert C == CHUNK
     SUB = C // 4  # diagonal block size of the blocked inverse
@@ -184,8 +176,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             rn_s = T.alloc_shared((C,), "float32")
             g_s = T.alloc_shared((C,), "float32")
             gc_s = T.alloc_shared((C,), "float32")
-            g_sum = T.alloc_var("float32")
-            sa = T.alloc_var("float32")  # cumsum "scan": the two halves' running sums and their shuffled terms
+            sa = T.alloc_var("float32")  # the cumsum's two halves' running sums and their shuffled terms
             sb = T.alloc_var("float32")
             ta = T.alloc_var("float32")
             tb = T.alloc_var("float32")
@@ -211,7 +202,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             if k_load == "tma":
                 k_ready = T.alloc_barrier(arrive_count=[32])
-            g_v = T.alloc_local((cumsum_vec,), "float32")
             hv = T.alloc_var("int32")  # int32 index math (a 64-bit product would be inlined into every index)
             hv = hk * gva + hr
             if pdl:  # before the first global read (the chunk table)
@@ -240,19 +230,14 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         T.barrier_wait(k_ready[0], 0)
                     T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
-                    # one branch a warp (norm_by_warp): warp w holds rows [16 w, 16 w + 16), so inside its branch
-                    # the block tests fold to constants and 4 of the thread's 32 registers remain candidates
-                    # (one test over all 32 was ~15% of the kernel's instructions)
-                    if norm_by_warp:
-                        for w in (0, 1, 2, 3):  # a Python loop: w is a constant in each branch
-                            if tx // 32 == w:
-                                for i, j in T.Parallel(C, C):
-                                    if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
-                                        rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
-                    else:
-                        for i, j in T.Parallel(C, C):
-                            if i == j:
-                                rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+                    # one branch a warp: warp w holds rows [16 w, 16 w + 16), so inside its branch the block
+                    # tests fold to constants and 4 of the thread's 32 registers remain candidates (one test over
+                    # all 32 was ~15% of the kernel's instructions)
+                    for w in (0, 1, 2, 3):  # a Python loop: w is a constant in each branch
+                        if tx // 32 == w:
+                            for i, j in T.Parallel(C, C):
+                                if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
+                                    rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
                 if solve and use_l2norm:
                     # the row and column factors into registers once (per element they were 3 shared loads)
                     for i in T.Parallel(C):
@@ -283,7 +268,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     if solve:
                         diag_block_inverse(l_s, col, tx)
                         store_diag_block(x_s, col, tx)
-                elif cumsum == "scan":
+                else:
                     # meanwhile warps 2 and 3 form the chunk cumsum of g by warp shuffles: both scan the two
                     # halves g[0:32] and g[32:64] (inclusive, lane l's sums of lanes <= l), and the upper
                     # half adds the lower half's total; stored in log2 units (G log2(e), rows[0])
@@ -298,16 +283,6 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                             sb = sb + tb
                     ta = T.shfl_sync(sa, 31)  # the lower half's total (every lane of both warps shuffles)
                     gc_s[tx - C] = T.if_then_else(tx < C + 32, sa, sb + ta) * LOG2E
-                else:
-                    # meanwhile the other C threads form the chunk cumsum of g, row tx - C (loads are
-                    # broadcast vectors of cumsum_vec values, summed in order in a register), in log2 units
-                    g_sum = 0.0
-                    for jb in T.serial(C // cumsum_vec):
-                        for e in T.vectorized(cumsum_vec):
-                            g_v[e] = g_s[jb * cumsum_vec + e]
-                        for e in T.unroll(cumsum_vec):
-                            g_sum += T.if_then_else(jb * cumsum_vec + e <= tx - C, g_v[e], 0.0)
-                    gc_s[tx - C] = g_sum * LOG2E
                 if solve:
                     # (2) 16 -> 32 and (3) 32 -> 64: X21 = -X22 (L21 X11), products in fp32 on the CUDA cores
                     if merge == "regs":
@@ -339,7 +314,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
                     # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
                     # in flight together instead of one latency per element.
-                    gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype, log2_units=True)
+                    gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
                     # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
                     # made kkt_solve 16% slower): a full chunk by one TMA store (a_store "tma"), a sequence's partial
                     # last chunk (or every chunk with "ldg") by masked 16-byte row stores (a TMA box would write into
