@@ -64,8 +64,8 @@ hand-over goes through an mbarrier.
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
-                            store_diag_block, store_row_stripe)
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_row_stripe, solve_row_stripes,
+                            store_diag_block)
 from .kkt_solve import FACTOR_ROWS
 
 L2NORM_EPS = 1e-6
@@ -73,7 +73,6 @@ QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width 
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
 INV_BARRIER_ID = 14  # named barrier of the auxiliary warpgroup around the inverse's shared tile (fused_inverse)
-INV_EPILOGUE_BATCH = 8  # rows of the inverse a thread loads from shared memory before gating any of them
 
 
 def accumulator_layout(rows: int, cols: int):
@@ -95,7 +94,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
-                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False):
+                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
+                      qk_early: bool | None = None):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -145,6 +145,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
     fused_inverse = producer_wg if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
+    # qk_early (fused_inverse only): P's Q K^T is issued as soon as L is stored (K K^T's accumulator dead) and runs
+    # while the inverse is formed; form_p only waits for it (the same wgmma instructions: the same bits)
+    QK_EARLY = False if qk_early is None else qk_early
+    assert not QK_EARLY or fused_inverse
     assert C == CHUNK
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
@@ -197,15 +201,19 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-               p_used, seq_start, seq_end, scale, c):
+               p_used, seq_start, seq_end, scale, c, qk_issued=False):
         """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
         the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
-        the stage's and P's barriers."""
+        the stage's and P's barriers. qk_issued (a Python bool): Q K^T was issued by `form_inverse` (qk_early) and
+        is only waited for here."""
         st = c % NS
         pb = c % 2
         t0 = seq_start + c * C
-        T.barrier_wait(full[st], (c // NS) % 2)
-        T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+        if qk_issued:
+            T.wait_wgmma(0)
+        else:
+            T.barrier_wait(full[st], (c // NS) % 2)
+            T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
         # the gate and norm factors of the thread's rows and columns into registers once (read per
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
         for j in T.Parallel(C):
@@ -246,8 +254,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(empty[st])
 
     @T.macro
-    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
-                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
+    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl,
+                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta, q_s, p_f):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
         forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
@@ -276,6 +284,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         for i, j in T.Parallel(C, C):
             if j // SUB <= i // SUB:
                 lx_s[i, j] = kk_f[i, j]
+        if QK_EARLY:  # P's Q K^T runs while the inverse is formed (form_p waits for it)
+            T.wgmma_gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
         T.sync_threads(INV_BARRIER_ID, 128)
         if ta < C:
             diag_block_inverse(lx_s, col, ta)
@@ -284,12 +294,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             store_diag_block(lx_s, col, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
         solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
-        T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
-        store_row_stripe(lx_s, xo, ta)
-        T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
-        # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
-        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
+        # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb], each warp its row stripe from
+        # its registers (and its diagonal block from lx_s): lx_s is not written after the recurrence, so no
+        # barrier here; the next chunk's first barrier orders these reads before L's next store
+        gate_row_stripe(lx_s, xo, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, g_b, col_g, o_b, ta, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
@@ -397,8 +406,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 al = T.alloc_local((4,), "uint32")
                 bh = T.alloc_local((2,), "uint32")
                 bl = T.alloc_local((2,), "uint32")
-                x_b = T.alloc_local((2 * INV_EPILOGUE_BATCH,), acc)
-                g_b = T.alloc_local((INV_EPILOGUE_BATCH,), acc)
+                g_b = T.alloc_local((2,), acc)  # the epilogue's two rows' G
                 o_b = T.alloc_local((2,), dtype)
                 col_g = T.alloc_local((2,), acc)
             # v (read transposed for W^T) and o (written transposed from O^T) are not wgmma operands:
@@ -520,10 +528,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 c = 2 * c2 + par
                                 if c < n_chunks:
                                     form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
-                                                 ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
-                                                 seq_start, seq_end, c, tx - ST)
+                                                 ah, al, bh, bl, g_b, o_b, col_g, full, p_used, a_ready,
+                                                 seq_start, seq_end, c, tx - ST, q_s, p_f)
                                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                           empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                                           empty, p_ready, p_used, seq_start, seq_end, scale, c, QK_EARLY)
                     else:
                         p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
                                         gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,

@@ -154,6 +154,47 @@ def store_row_stripe(x_s, xo, tx):
 
 
 @T.macro
+def gate_row_stripe(x_s, xo, g_buf, g_off, out, out_lead, g_r, g_c, o_b, tx, dtype):
+    """The gated inverse's epilogue straight from the row stripes' registers (after `solve_row_stripes`, in place of
+    `store_row_stripe` and `gate_rows`): warp I = tx / 32 writes the rows [16 I, 16 I + 16) of
+    A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype`, lane (g, t) = (lane / 4, lane % 4) the rows g, g + 8 and
+    the column pair 8 q + 2 t, + 1 of each 8-column tile (the mma C-fragment layout of xo): the blocks left of the
+    diagonal from xo, the diagonal block X_II from x_s, zeros right of it. Per element the same operations as
+    `gate_rows` (so the same bits); G in g_buf[g_off + row] is in log2 units. x_s is only read (its diagonal
+    blocks), so no barrier is needed between the recurrence and these stores unless `out` aliases L's tile.
+    g_r[2], g_c[2]: the rows' and the column pair's G; o_b[2]: a pair in `dtype`."""
+    wi = tx // 32
+    gq = (tx % 32) // 4
+    tq = tx % 4
+    for I in (0, 1, 2, 3):  # a Python tuple (range would become a TIR loop): the block tests below are constants
+        if wi == I:
+            for h in T.unroll(2):
+                g_r[h] = g_buf[g_off + SUB * I + gq + 8 * h]
+            for J in (0, 1, 2, 3):
+                for q in T.unroll(2):
+                    if J <= I:
+                        for e in T.vectorized(2):
+                            g_c[e] = g_buf[g_off + SUB * J + 8 * q + 2 * tq + e]
+                    for h in T.unroll(2):
+                        for e in T.unroll(2):
+                            if J < I:
+                                o_b[e] = T.cast(xo[8 * J + 4 * q + 2 * h + e] * T.exp2(T.min(g_r[h] - g_c[e], 0.0)),
+                                                dtype)
+                            elif J == I:
+                                o_b[e] = T.cast(T.if_then_else(
+                                    8 * q + 2 * tq + e <= gq + 8 * h,
+                                    x_s[SUB * I + gq + 8 * h, SUB * I + 8 * q + 2 * tq + e]
+                                    * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), 0.0), dtype)
+                            else:
+                                o_b[e] = T.cast(0.0, dtype)
+                        for e in T.vectorized(2):
+                            if out_lead is None:
+                                out[SUB * I + gq + 8 * h, SUB * J + 8 * q + 2 * tq + e] = o_b[e]
+                            else:
+                                out[out_lead, SUB * I + gq + 8 * h, SUB * J + 8 * q + 2 * tq + e] = o_b[e]
+
+
+@T.macro
 def gate_rows(x_s, g_buf, g_off, out, out_lead, x_b, g_b, o_b, col_g, tx, batch, dtype):
     """The gated inverse's epilogue, A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype`: warp w = tx / 32 of the
     warpgroup gates the rows [16 w, 16 w + 16), lane l the column pair (2 l, 2 l + 1); the pair's G is loaded once,

@@ -65,8 +65,8 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes, store_diag_block,
-                            store_row_stripe)
+from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_row_stripe, gate_rows, solve_row_stripes,
+                            store_diag_block)
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
@@ -303,9 +303,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                             x_s[2 * SUB + i, j] = -m_f[i, j]
                     elif merge == "mma":
                         T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
+                        # the blocks below the diagonal stay in registers (xo) until the epilogue
                         solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, tf32x3)
-                        store_row_stripe(x_s, xo, tx)
-                T.sync_threads()  # gc_s (written by threads C..2C-1 during the substitution) is read by all below
+                # gc_s (written by threads C..2C-1 during the substitution) is read by all below, and with "mma"
+                # every warp's reads of L are done before the epilogue writes ao_s over L's tile
+                T.sync_threads()
                 if solve:
                     # epilogue: the gate Gamma_ij = exp(G_i - G_j) <= 1 (j <= i; chunk_fwd applies beta elsewhere;
                     # the min() is a no-op for g <= 0, the op's contract, and keeps exp2 finite otherwise)
@@ -314,7 +316,13 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # time), the rows' G in 16-byte vectors, ao_s written in bf16 pairs. Loads come a batch of
                     # rows at a time, unmasked (above the diagonal x_s may hold anything; the select discards it),
                     # in flight together instead of one latency per element.
-                    gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
+                    # With "mma" each warp gates its own row stripe from its registers instead (`gate_row_stripe`:
+                    # no store of the blocks below the diagonal to x_s and no reload of them; only the diagonal
+                    # block is read from x_s, and the C-fragment pairs land on distinct banks of the swizzled ao_s)
+                    if merge == "mma":
+                        gate_row_stripe(x_s, xo, gc_s, 0, ao_s, None, g_b, col_g, o_b, tx, dtype)
+                    else:
+                        gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
                     # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
                     # made kkt_solve 16% slower): a full chunk by one TMA store (a_store "tma"), a sequence's partial
                     # last chunk (or every chunk with "ldg") by masked 16-byte row stores (a TMA box would write into
