@@ -298,7 +298,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb], each warp its row stripe from
         # its registers (and its diagonal block from lx_s): lx_s is not written after the recurrence, so no
         # barrier here; the next chunk's first barrier orders these reads before L's next store
-        gate_row_stripe(lx_s, xo, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, g_b, col_g, o_b, ta, dtype)
+        gate_row_stripe(lx_s, xo, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, g_b, col_g, o_b, ta, dtype, False)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 

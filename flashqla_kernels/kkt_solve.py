@@ -198,6 +198,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             g_b = T.alloc_local((epilogue_batch,), "float32")
             o_b = T.alloc_local((2,), dtype)
             col_g = T.alloc_local((2,), "float32")
+            ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype) if merge == "mma" else None  # a warp's stripe, gated
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             if k_load == "tma":
@@ -320,7 +321,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # no store of the blocks below the diagonal to x_s and no reload of them; only the diagonal
                     # block is read from x_s, and the C-fragment pairs land on distinct banks of the swizzled ao_s)
                     if merge == "mma":
-                        gate_row_stripe(x_s, xo, gc_s, 0, ao_s, None, g_b, col_g, o_b, tx, dtype)
+                        gate_row_stripe(x_s, xo, gc_s, 0, ao_s, None, g_b, col_g, ob_s, tx, dtype, True)
                     else:
                         gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
                     # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
