@@ -95,7 +95,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
                       producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
-                      qk_early: bool | None = None):
+                      fused_unroll: int = 2):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -145,10 +145,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
     fused_inverse = producer_wg if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
-    # qk_early (fused_inverse only): P's Q K^T is issued as soon as L is stored (K K^T's accumulator dead) and runs
-    # while the inverse is formed; form_p only waits for it (the same wgmma instructions: the same bits)
-    QK_EARLY = False if qk_early is None else qk_early
-    assert not QK_EARLY or fused_inverse
+    # fused_unroll: chunks a step of the fused auxiliary loop (2: c % 2, the double buffers' index, is a constant
+    # in each copy; 1: half the code, the index computed)
+    assert fused_unroll in (1, 2)
     assert C == CHUNK
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
@@ -201,19 +200,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-               p_used, seq_start, seq_end, scale, c, qk_issued=False):
+               p_used, seq_start, seq_end, scale, c):
         """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
         the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
-        the stage's and P's barriers. qk_issued (a Python bool): Q K^T was issued by `form_inverse` (qk_early) and
-        is only waited for here."""
+        the stage's and P's barriers."""
         st = c % NS
         pb = c % 2
         t0 = seq_start + c * C
-        if qk_issued:
-            T.wait_wgmma(0)
-        else:
-            T.barrier_wait(full[st], (c // NS) % 2)
-            T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+        T.barrier_wait(full[st], (c // NS) % 2)
+        T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
         # the gate and norm factors of the thread's rows and columns into registers once (read per
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
         for j in T.Parallel(C):
@@ -255,7 +250,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl,
-                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta, q_s, p_f):
+                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
         forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
@@ -284,8 +279,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         for i, j in T.Parallel(C, C):
             if j // SUB <= i // SUB:
                 lx_s[i, j] = kk_f[i, j]
-        if QK_EARLY:  # P's Q K^T runs while the inverse is formed (form_p waits for it)
-            T.wgmma_gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
         T.sync_threads(INV_BARRIER_ID, 128)
         if ta < C:
             diag_block_inverse(lx_s, col, ta)
@@ -522,16 +515,23 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if tx < PT:
                     # ------------------------------------ auxiliary warpgroup: P (and with fused_inverse A~ first)
                     T.set_max_nreg(aux_regs, 0)
-                    if fused_inverse:
+                    if fused_inverse and fused_unroll == 2:
                         for c2 in T.serial(T.ceildiv(n_chunks, 2)):
                             for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
                                 c = 2 * c2 + par
                                 if c < n_chunks:
                                     form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
                                                  ah, al, bh, bl, g_b, o_b, col_g, full, p_used, a_ready,
-                                                 seq_start, seq_end, c, tx - ST, q_s, p_f)
+                                                 seq_start, seq_end, c, tx - ST)
                                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                           empty, p_ready, p_used, seq_start, seq_end, scale, c, QK_EARLY)
+                                           empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                    elif fused_inverse:
+                        for c in T.serial(n_chunks):
+                            form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
+                                         ah, al, bh, bl, g_b, o_b, col_g, full, p_used, a_ready,
+                                         seq_start, seq_end, c, tx - ST)
+                            form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
+                                   empty, p_ready, p_used, seq_start, seq_end, scale, c)
                     else:
                         p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
                                         gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,
