@@ -64,8 +64,8 @@ hand-over goes through an mbarrier.
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_row_stripe, solve_row_stripes,
-                            store_diag_block)
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
+                            store_diag_block, store_row_stripe)
 from .kkt_solve import FACTOR_ROWS
 
 L2NORM_EPS = 1e-6
@@ -73,6 +73,7 @@ QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width 
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
 INV_BARRIER_ID = 14  # named barrier of the auxiliary warpgroup around the inverse's shared tile (fused_inverse)
+INV_EPILOGUE_BATCH = 8  # rows of the inverse a thread loads from shared memory before gating any of them
 
 
 def accumulator_layout(rows: int, cols: int):
@@ -94,8 +95,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
-                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
-                      fused_unroll: int = 2):
+                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -145,9 +145,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
     fused_inverse = producer_wg if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
-    # fused_unroll: chunks a step of the fused auxiliary loop (2: c % 2, the double buffers' index, is a constant
-    # in each copy; 1: half the code, the index computed)
-    assert fused_unroll in (1, 2)
     assert C == CHUNK
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
@@ -249,7 +246,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(empty[st])
 
     @T.macro
-    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl,
+    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
                      g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
@@ -287,11 +284,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             store_diag_block(lx_s, col, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
         solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
+        T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
+        store_row_stripe(lx_s, xo, ta)
+        T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
-        # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb], each warp its row stripe from
-        # its registers (and its diagonal block from lx_s): lx_s is not written after the recurrence, so no
-        # barrier here; the next chunk's first barrier orders these reads before L's next store
-        gate_row_stripe(lx_s, xo, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, g_b, col_g, o_b, ta, dtype, False)
+        # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
+        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
@@ -399,7 +397,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 al = T.alloc_local((4,), "uint32")
                 bh = T.alloc_local((2,), "uint32")
                 bl = T.alloc_local((2,), "uint32")
-                g_b = T.alloc_local((2,), acc)  # the epilogue's two rows' G
+                x_b = T.alloc_local((2 * INV_EPILOGUE_BATCH,), acc)
+                g_b = T.alloc_local((INV_EPILOGUE_BATCH,), acc)
                 o_b = T.alloc_local((2,), dtype)
                 col_g = T.alloc_local((2,), acc)
             # v (read transposed for W^T) and o (written transposed from O^T) are not wgmma operands:
@@ -515,23 +514,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if tx < PT:
                     # ------------------------------------ auxiliary warpgroup: P (and with fused_inverse A~ first)
                     T.set_max_nreg(aux_regs, 0)
-                    if fused_inverse and fused_unroll == 2:
+                    if fused_inverse:
                         for c2 in T.serial(T.ceildiv(n_chunks, 2)):
                             for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
                                 c = 2 * c2 + par
                                 if c < n_chunks:
                                     form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
-                                                 ah, al, bh, bl, g_b, o_b, col_g, full, p_used, a_ready,
+                                                 ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
                                                  seq_start, seq_end, c, tx - ST)
                                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                            empty, p_ready, p_used, seq_start, seq_end, scale, c)
-                    elif fused_inverse:
-                        for c in T.serial(n_chunks):
-                            form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
-                                         ah, al, bh, bl, g_b, o_b, col_g, full, p_used, a_ready,
-                                         seq_start, seq_end, c, tx - ST)
-                            form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                   empty, p_ready, p_used, seq_start, seq_end, scale, c)
                     else:
                         p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
                                         gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,

@@ -9,7 +9,8 @@ Plan (C = 64, blocks of SUB = 16 rows and columns):
   (2) `solve_row_stripe`: warp I forms the blocks of its row stripe left of the diagonal, right to left, from
       X L = I:  X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ, by warp-level tf32 mma.sync m16n8k8 with hi/lo split
       operands (3xTF32, about fp32 accuracy), its own earlier blocks in registers and L, X_JJ from shared memory,
-      so no warp waits for another inside the recurrence; `store_row_stripe` writes them to x_s afterwards.
+      so no warp waits for another inside the recurrence; `store_row_stripe` writes them to x_s afterwards
+      (chunk_fwd's fused variant, then `gate_rows`), or `gate_row_stripe` gates them from the registers (kkt_solve).
 Warp I's stripe has I(I+1)/2 + I block products (warp 3: nine), so the warps finish at different times.
 """
 
@@ -154,59 +155,50 @@ def store_row_stripe(x_s, xo, tx):
 
 
 @T.macro
-def gate_row_stripe(x_s, xo, g_buf, g_off, out, out_lead, g_r, g_c, o_s, tx, dtype, stores_last):
-    """The gated inverse's epilogue straight from the row stripes' registers (after `solve_row_stripes`, in place of
+def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype):
+    """kkt_solve's gated epilogue straight from the row stripes' registers (after `solve_row_stripes`, in place of
     `store_row_stripe` and `gate_rows`): warp I = tx / 32 writes the rows [16 I, 16 I + 16) of
-    A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype`, lane (g, t) = (lane / 4, lane % 4) the rows g, g + 8 and
-    the column pair 8 q + 2 t, + 1 of each 8-column tile (the mma C-fragment layout of xo): the blocks J < I from
-    xo, the diagonal block X_II from x_s, zeros for J > I. One code path for all warps (the block index J is static,
-    so xo's register index is; the tests against I are warp-uniform branches): four copies, one a warp, made the
-    fused kernel's code 16% longer and the kernel 6% slower. Per element the same operations as `gate_rows` (so the
-    same bits); G in g_buf[g_off + row] is in log2 units. x_s is only read (its diagonal blocks); `out` must not
-    alias what other warps still read (kkt_solve: a barrier after the recurrence).
-    g_r[2], g_c[2]: the rows' and a column pair's G.
-    stores_last (a Python bool): every load before the first store, the warp's 32 results held in o_s[32], stored by
-    one statement in one loop. Needed where TileLang's shared-memory sync pass runs (kkt_solve): it fences a store
-    from a later load or store it cannot prove independent, and such a barrier inside a branch is a race.
-    Otherwise (chunk_fwd, manual barriers) each pair is stored as it is formed (o_s[2], fewer registers)."""
+    A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype` to out, lane (g, t) = (lane / 4, lane % 4) the rows g, g + 8
+    and the column pair 8 q + 2 t, + 1 of each 8-column tile (the mma C-fragment layout of xo): the blocks left of the
+    diagonal from xo, the diagonal block X_II from x_s, zeros right of it. The blocks below the diagonal are neither
+    stored to x_s nor reloaded. Per element the same operations as `gate_rows` (so the same bits); G in g_buf[row] is
+    in log2 units. x_s is only read (its diagonal blocks); `out` may alias L's tile only after a barrier that ends the
+    recurrence's reads of L.
+    Every load comes before the first store: the warp's 32 results are held in o_s[32] and stored by one statement in
+    one loop. TileLang's shared-memory sync pass fences a store from a later load or store that it cannot prove
+    independent, and such a barrier inside one warp's branch is a race (the first version failed the GPU tests so).
+    Measured on H200 (results/2026-11-24-h200-s17): kkt_solve -5.5%. A single code path for all warps (warp-uniform
+    tests per element instead of one branch a warp) lost that gain; in chunk_fwd's fused variant both forms were
+    slower than `gate_rows` (+6.5% and +17%), so that variant keeps `store_row_stripe` and `gate_rows`.
+    g_r[2], g_c[2]: the rows' and a column pair's G."""
     wi = tx // 32
     gq = (tx % 32) // 4
     tq = tx % 4
-    for h in T.unroll(2):
-        g_r[h] = g_buf[g_off + SUB * wi + gq + 8 * h]
-    for J in (0, 1, 2, 3):  # a Python tuple (range would become a TIR loop): xo's register index stays static
-        for q in T.unroll(2):
-            if J <= wi:
-                for e in T.vectorized(2):
-                    g_c[e] = g_buf[g_off + SUB * J + 8 * q + 2 * tq + e]
+    for I in (0, 1, 2, 3):  # a Python tuple (range would become a TIR loop): the block tests below are constants
+        if wi == I:
             for h in T.unroll(2):
-                o0 = 2 * (4 * J + 2 * q + h) if stores_last else 0  # the pair's registers (block order of xo)
-                for e in T.unroll(2):
-                    if J < wi:  # never for J = 3 (xo holds J < 3), which the static test below drops
-                        if J < CHUNK // SUB - 1:
-                            o_s[o0 + e] = T.cast(
-                                xo[8 * J + 4 * q + 2 * h + e] * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), dtype)
-                    elif J == wi:
-                        o_s[o0 + e] = T.cast(T.if_then_else(
-                            8 * q + 2 * tq + e <= gq + 8 * h,
-                            x_s[SUB * J + gq + 8 * h, SUB * J + 8 * q + 2 * tq + e]
-                            * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), 0.0), dtype)
-                    else:
-                        o_s[o0 + e] = T.cast(0.0, dtype)
-                if not stores_last:
-                    for e in T.vectorized(2):
-                        if out_lead is None:
-                            out[SUB * wi + gq + 8 * h, SUB * J + 8 * q + 2 * tq + e] = o_s[e]
-                        else:
-                            out[out_lead, SUB * wi + gq + 8 * h, SUB * J + 8 * q + 2 * tq + e] = o_s[e]
-    if stores_last:
-        for m in T.unroll(CHUNK // 4):  # m = 4 J + 2 q + h
-            for e in T.vectorized(2):
-                if out_lead is None:
-                    out[SUB * wi + gq + 8 * (m % 2), SUB * (m // 4) + 8 * (m // 2 % 2) + 2 * tq + e] = o_s[2 * m + e]
-                else:
-                    out[out_lead, SUB * wi + gq + 8 * (m % 2), SUB * (m // 4) + 8 * (m // 2 % 2) + 2 * tq + e] = \
-                        o_s[2 * m + e]
+                g_r[h] = g_buf[SUB * I + gq + 8 * h]
+            for J in (0, 1, 2, 3):
+                for q in T.unroll(2):
+                    if J <= I:
+                        for e in T.vectorized(2):
+                            g_c[e] = g_buf[SUB * J + 8 * q + 2 * tq + e]
+                    for h in T.unroll(2):
+                        m = 4 * J + 2 * q + h  # the pair's index (o_s[2 m], o_s[2 m + 1]; xo's block order)
+                        for e in T.unroll(2):
+                            if J < I:
+                                o_s[2 * m + e] = T.cast(
+                                    xo[8 * J + 4 * q + 2 * h + e] * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), dtype)
+                            elif J == I:
+                                o_s[2 * m + e] = T.cast(T.if_then_else(
+                                    8 * q + 2 * tq + e <= gq + 8 * h,
+                                    x_s[SUB * I + gq + 8 * h, SUB * I + 8 * q + 2 * tq + e]
+                                    * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), 0.0), dtype)
+                            else:
+                                o_s[2 * m + e] = T.cast(0.0, dtype)
+            for m in T.unroll(CHUNK // 4):  # m = 4 J + 2 q + h
+                for e in T.vectorized(2):
+                    out[SUB * I + gq + 8 * (m % 2), SUB * (m // 4) + 8 * (m // 2 % 2) + 2 * tq + e] = o_s[2 * m + e]
 
 
 @T.macro

@@ -53,8 +53,10 @@ hi/lo split operands (3xTF32, about fp32 accuracy), its own earlier blocks in re
 memory, so no warp waits for another inside the recurrence and no merge temporaries are needed; or two merge levels
 (16 -> 32 -> 64) that each form X21 = -X22 (L21 X11) ("regs": register-tiled on the CUDA cores; "tc": the
 32 -> 64 level as tf32 tensor-core products). The merges ("regs", "tc") read the 16 x 16 and 32 x 32
-diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); the
-epilogue loads above the diagonal too but masks j > i to zero, and stages its bf16 rows in K's (dead) tile,
+diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); their
+epilogue loads above the diagonal too but masks j > i to zero. With "mma" each warp gates its row stripe straight
+from its registers (`gate_row_stripe`, v17a: the blocks below the diagonal never go through x_s). The epilogue
+stages its bf16 rows in K's (dead) tile,
 from which a full chunk leaves by one TMA store (a_store "tma"; a partial chunk by masked 16-byte row stores).
 The merges' temporary lives in x_s's unused upper-right 32 x 32 block. Shared memory: 33.5 KB + 1 KB static (the
 mbarrier) a CTA ("mma": x_s's rows padded to 72 floats, 35.5 KB + 1 KB), 80 registers: 6 CTAs an SM. The grid is
@@ -321,7 +323,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # no store of the blocks below the diagonal to x_s and no reload of them; only the diagonal
                     # block is read from x_s, and the C-fragment pairs land on distinct banks of the swizzled ao_s)
                     if merge == "mma":
-                        gate_row_stripe(x_s, xo, gc_s, 0, ao_s, None, g_b, col_g, ob_s, tx, dtype, True)
+                        gate_row_stripe(x_s, xo, gc_s, ao_s, g_b, col_g, ob_s, tx, dtype)
                     else:
                         gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
                     # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
