@@ -2,11 +2,13 @@
 
 python benchmarks/bench_prefill.py --lib flashqla|fla|flash_qla|flashinfer [--rows quick|all] --out r.json
 CUDA events with the L2 flushed before every run (triton.testing.do_bench), median of many runs.
+--placements P: each row at P memory placements (fresh inputs behind spacers), the median of the P medians.
 """
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -98,6 +100,10 @@ def main():
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
     ap.add_argument("--host", action="store_true", help="also the host time per call (us), 50 calls without a sync")
     ap.add_argument("--breakdown", action="store_true", help="flashqla: also time kkt_solve alone")
+    ap.add_argument("--placements", type=int, default=1,
+                    help="time each row at this many memory placements (fresh inputs behind spacers of different "
+                         "sizes) and report the median: a long row's time moves by several percent with where its "
+                         "tensors land, for every library (results/2026-11-24-h200-s17/placement)")
     args = ap.parse_args()
     if args.rows == "quick":
         rows = QUICK
@@ -118,12 +124,22 @@ def main():
         H, HV = HEAD_CONFIGS[head]
         row = {"head": head, "seqs": seqs}
         try:
-            inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
-            if hasattr(run, "prep"):
-                inp["_fi"] = run.prep(inp)
-            run(inp)
-            torch.cuda.synchronize()
-            row["ms"] = triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median")
+            times = []
+            for p in range(args.placements):
+                # placement p > 0: the row's inputs (and so its outputs and workspaces) behind a spacer of its own size
+                spacer = torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda") if p else None
+                inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+                if hasattr(run, "prep"):
+                    inp["_fi"] = run.prep(inp)
+                run(inp)
+                torch.cuda.synchronize()
+                times.append(triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median"))
+                if p + 1 < args.placements:
+                    inp = spacer = None
+                    torch.cuda.empty_cache()
+            row["ms"] = statistics.median(times)
+            if args.placements > 1:
+                row["ms_placements"] = times
             if args.host:  # host time per call: calls issued back to back without a sync (host-bound rows)
                 torch.cuda.synchronize()
                 t_host = time.perf_counter()
@@ -139,7 +155,7 @@ def main():
         results["rows"].append(row)
         print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}"
               + (f" host_us={row['host_us']:.0f}" if "host_us" in row else ""), flush=True)
-        del inp
+        inp = spacer = None  # (either may be unbound after an error)
         torch.cuda.empty_cache()
         json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps what ran
     json.dump(results, open(args.out, "w"), indent=1)

@@ -2,6 +2,7 @@
 # Third of the three back-to-back FlashInfer calls: finish unpacking its CUTLASS DSL, then the full
 # 48-row grid, one library at a time (each writes its JSON after every row; merge with
 # benchmarks/merge_results.py): FlashInfer, flashqla, FLA Triton, then FlashQLA with the time left.
+# PLACEMENTS=P times every row at P memory placements (bench_prefill.py --placements; P times longer).
 # Carry [".device-fi/cdsl.part.ab", ".device-bins"] on a machine warm from the first two calls.
 set -uo pipefail
 cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -xf - && rm -f /tmp/stage/cdsl.part.aa
@@ -12,6 +13,6 @@ warm_up
 for spec in ${LIB_LIMITS:-flashinfer:130 flashqla:100 fla:170 flash_qla:150}; do  # library:seconds
   lib=${spec%%:*}; t=${spec##*:}
   env $( [ $lib = fla ] && echo FLA_FLASH_QLA=0 ) timeout $t python benchmarks/bench_prefill.py --lib $lib \
-    --rows all --rep ${REP:-40} --out "$R/bench_$lib.json" 2>&1 | grep -E "^$lib " | tail -2
+    --rows all --rep ${REP:-40} --placements ${PLACEMENTS:-1} --out "$R/bench_$lib.json" 2>&1 | grep -E "^$lib " | tail -2
   keep
 done
