@@ -124,10 +124,14 @@ def main():
         H, HV = HEAD_CONFIGS[head]
         row = {"head": head, "seqs": seqs}
         try:
-            times = []
+            times, spacers = [], []
             for p in range(args.placements):
-                # placement p > 0: the row's inputs (and so its outputs and workspaces) behind a spacer of its own size
-                spacer = torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda") if p else None
+                # placement p > 0: the row's inputs (and so its outputs and workspaces) behind one more spacer; the
+                # spacers stay allocated until the row ends, as in address_probe.py (session 17's first version freed
+                # each spacer before the next placement and its five placements spread far less: reference row
+                # 0.906-0.920 ms, against 0.86-1.07 over the probe's placements)
+                if p:
+                    spacers.append(torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda"))
                 inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
                 if hasattr(run, "prep"):
                     inp["_fi"] = run.prep(inp)
@@ -135,8 +139,7 @@ def main():
                 torch.cuda.synchronize()
                 times.append(triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median"))
                 if p + 1 < args.placements:
-                    inp = spacer = None
-                    torch.cuda.empty_cache()
+                    inp = None
             row["ms"] = statistics.median(times)
             if args.placements > 1:
                 row["ms_placements"] = times
@@ -155,7 +158,7 @@ def main():
         results["rows"].append(row)
         print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}"
               + (f" host_us={row['host_us']:.0f}" if "host_us" in row else ""), flush=True)
-        inp = spacer = None  # (either may be unbound after an error)
+        inp = spacers = None  # (either may be unbound after an error)
         torch.cuda.empty_cache()
         json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps what ran
     json.dump(results, open(args.out, "w"), indent=1)
