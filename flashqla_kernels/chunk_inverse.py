@@ -23,6 +23,12 @@ TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, 
 XO_REGS = 8 * (CHUNK // SUB - 1)  # registers of a warp's row-stripe blocks (8 a block, three blocks at most)
 
 
+def diag_col(blk, c, diag_only):
+    """Column of a diagonal block's element in x_s: block-local (x_s holds only the four diagonal blocks, each in its
+    own rows, kkt_solve "mma") or global (x_s is the whole C x C tile)."""
+    return c if diag_only else SUB * blk + c
+
+
 @T.macro
 def mma3(acc, c0, a_f, b_f, ah, al, bh, bl):
     """acc[c0:c0+4] += A B on one m16n8k8 tf32 mma tile, A and B (fp32 fragments a_f[4], b_f[2]) each split
@@ -73,16 +79,17 @@ def diag_block_inverse(l_s, col, tx):
 
 
 @T.macro
-def store_diag_block(x_s, col, tx):
-    """Thread tx < C: its column of a diagonal block's inverse (`diag_block_inverse`) to x_s."""
+def store_diag_block(x_s, col, tx, diag_only=False):
+    """Thread tx < C: its column of a diagonal block's inverse (`diag_block_inverse`) to x_s (block-local columns
+    with diag_only, see `diag_col`)."""
     blk = tx // SUB
     cj = tx % SUB
     for r in T.unroll(SUB):
-        x_s[blk * SUB + r, blk * SUB + cj] = col[r]
+        x_s[blk * SUB + r, diag_col(blk, cj, diag_only)] = col[r]
 
 
 @T.macro
-def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, split=True):
+def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, split=True, diag_only=False):
     """Warp I (row stripe I of 16 rows; I is a Python int, so every index is static after unrolling): the blocks
     X_IJ of the inverse left of the diagonal, right to left, from X L = I:
         X_IJ = -(sum_{K=J+1..I} X_IK L_KJ) X_JJ,
@@ -107,7 +114,8 @@ def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, 
                     for s_ in T.unroll(2):
                         for r in T.unroll(4):  # A = X_IK, k-step s_
                             if Kb == I:
-                                a_f[r] = x_s[SUB * I + gq + 8 * (r % 2), SUB * I + 8 * s_ + 2 * tq + r // 2]
+                                a_f[r] = x_s[SUB * I + gq + 8 * (r % 2),
+                                             diag_col(I, 8 * s_ + 2 * tq + r // 2, diag_only)]
                             else:
                                 a_f[r] = xo[8 * Kb + 4 * s_ + 2 * (r % 2) + r // 2]
                         for q in T.unroll(2):  # B = L_KJ, n-tile q
@@ -122,21 +130,21 @@ def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, 
                     a_f[r] = tt[4 * s_ + 2 * (r % 2) + r // 2]
                 for q in T.unroll(2):
                     for r in T.unroll(2):
-                        b_f[r] = x_s[SUB * J + 8 * s_ + 2 * tq + r, SUB * J + 8 * q + gq]
+                        b_f[r] = x_s[SUB * J + 8 * s_ + 2 * tq + r, diag_col(J, 8 * q + gq, diag_only)]
                     block_product(xo, 8 * J + 4 * q, a_f, b_f, ah, al, bh, bl, split)
             for r in T.unroll(8):
                 xo[8 * J + r] = -xo[8 * J + r]
 
 
 @T.macro
-def solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, split=True):
+def solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, split=True, diag_only=False):
     """`solve_row_stripe` for the warp of thread tx (of a 128-thread warpgroup), row stripes 1..3 (stripe 0 has no
     block left of the diagonal)."""
     wi = tx // 32
     gq = (tx % 32) // 4
     tq = tx % 4
     for I in (1, 2, 3):
-        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, split)
+        solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, split, diag_only)
 
 
 @T.macro
@@ -155,7 +163,7 @@ def store_row_stripe(x_s, xo, tx):
 
 
 @T.macro
-def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype):
+def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=False):
     """kkt_solve's gated epilogue straight from the row stripes' registers (after `solve_row_stripes`, in place of
     `store_row_stripe` and `gate_rows`): warp I = tx / 32 writes the rows [16 I, 16 I + 16) of
     A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype` to out, lane (g, t) = (lane / 4, lane % 4) the rows g, g + 8
@@ -170,7 +178,7 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype):
     Measured on H200 (results/2026-11-24-h200-s17): kkt_solve -5.5%. A single code path for all warps (warp-uniform
     tests per element instead of one branch a warp) lost that gain; in chunk_fwd's fused variant both forms were
     slower than `gate_rows` (+6.5% and +17%), so that variant keeps `store_row_stripe` and `gate_rows`.
-    g_r[2], g_c[2]: the rows' and a column pair's G."""
+    g_r[2], g_c[2]: the rows' and a column pair's G. diag_only: x_s holds only the diagonal blocks (`diag_col`)."""
     wi = tx // 32
     gq = (tx % 32) // 4
     tq = tx % 4
@@ -192,7 +200,7 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype):
                             elif J == I:
                                 o_s[2 * m + e] = T.cast(T.if_then_else(
                                     8 * q + 2 * tq + e <= gq + 8 * h,
-                                    x_s[SUB * I + gq + 8 * h, SUB * I + 8 * q + 2 * tq + e]
+                                    x_s[SUB * I + gq + 8 * h, diag_col(I, 8 * q + 2 * tq + e, diag_only)]
                                     * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), 0.0), dtype)
                             else:
                                 o_s[2 * m + e] = T.cast(0.0, dtype)

@@ -77,8 +77,9 @@ FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); c
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
-                      epilogue_batch: int = 8, min_blocks_per_sm: int = 6, k_load: str = "tma",
-                      a_store: str = "tma", pdl: bool = True, solve: bool = True, tf32x3: bool = False):
+                      epilogue_batch: int = 8, min_blocks_per_sm: int = 8, k_load: str = "tma",
+                      a_store: str = "tma", pdl: bool = True, solve: bool = True, tf32x3: bool = False,
+                      diag_stride: int = 24):
     """merge: "regs" (register-tiled block products), "tc"
     (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3) or "mma" (v12: every block
     below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
@@ -98,6 +99,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     drain and run their prologue (barriers, setmaxnreg, h0) while its last CTAs finish; the trigger comes after
     the wait, so a launched dependent knows every grid before this one has completed.
     tf32x3: merge "mma"'s block products in 3xTF32 (~fp32) or, False, 1xTF32 (rounded to nearest; shorter chains).
+    diag_stride: merge "mma" keeps in x_s only the four 16 x 16 diagonal inverses (the blocks below the diagonal
+    stay in registers since v17a), each in its own 16 rows with block-local columns, rows diag_stride floats apart
+    (24: the fragment loads and the epilogue's pairs conflict no more than at the full tile's 72, and 8-byte
+    aligned): 6 KB instead of 18 KB.
     solve: False makes the rows-only pass of chunk_fwd's fused variant (which forms the inverse itself): no L,
     no inverse, `a` neither read nor written (any valid pointer may be passed); K is loaded only with use_l2norm
     (its norms are the diagonal of K K^T, formed as in the full pass, so the rows are bitwise the same)."""
@@ -147,7 +152,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     # merge "mma": X row-major with a padded row (XS floats): the C-fragment float2 stores of a half-warp
     # (rows g = 0..3, column pairs 2t) land on distinct banks, and so do the A-fragment loads (L keeps the
     # layout of the K tile that shares its space)
-    XS = C + 8 if merge == "mma" else C
+    XS = diag_stride if merge == "mma" else C
+    assert merge != "mma" or (diag_stride >= SUB and diag_stride % 2 == 0)
     assert merge != "mma" or SUB == 16, "a row stripe is one m16 mma tile high"
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
@@ -270,7 +276,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 if tx < C:
                     if solve:
                         diag_block_inverse(l_s, col, tx)
-                        store_diag_block(x_s, col, tx)
+                        store_diag_block(x_s, col, tx, merge == "mma")
                 else:
                     # meanwhile warps 2 and 3 form the chunk cumsum of g by warp shuffles: both scan the two
                     # halves g[0:32] and g[32:64] (inclusive, lane l's sums of lanes <= l), and the upper
@@ -307,7 +313,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     elif merge == "mma":
                         T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
                         # the blocks below the diagonal stay in registers (xo) until the epilogue
-                        solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, tf32x3)
+                        solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, tf32x3, True)
                 # gc_s (written by threads C..2C-1 during the substitution) is read by all below, and with "mma"
                 # every warp's reads of L are done before the epilogue writes ao_s over L's tile
                 T.sync_threads()
@@ -323,7 +329,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # no store of the blocks below the diagonal to x_s and no reload of them; only the diagonal
                     # block is read from x_s, and the C-fragment pairs land on distinct banks of the swizzled ao_s)
                     if merge == "mma":
-                        gate_row_stripe(x_s, xo, gc_s, ao_s, g_b, col_g, ob_s, tx, dtype)
+                        gate_row_stripe(x_s, xo, gc_s, ao_s, g_b, col_g, ob_s, tx, dtype, True)
                     else:
                         gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)
                     # rows leave through shared memory (2-byte stores straight from the column-per-thread layout
