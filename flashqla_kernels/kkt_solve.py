@@ -59,7 +59,8 @@ from its registers (`gate_row_stripe`, v17a: the blocks below the diagonal never
 stages its bf16 rows in K's (dead) tile,
 from which a full chunk leaves by one TMA store (a_store "tma"; a partial chunk by masked 16-byte row stores).
 The merges' temporary lives in x_s's unused upper-right 32 x 32 block. Shared memory: 33.5 KB + 1 KB static (the
-mbarrier) a CTA ("mma": x_s's rows padded to 72 floats, 35.5 KB + 1 KB), 80 registers: 6 CTAs an SM. The grid is
+mbarrier) a CTA, 80 registers: 6 CTAs an SM; "mma" keeps only the four diagonal inverses in x_s (23.3 KB + 1 KB) and
+runs 7 CTAs an SM at 72 registers without the in-kernel norm (`min_blocks_per_sm`). The grid is
 sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is needed to launch it.
 """
 
@@ -77,7 +78,7 @@ FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); c
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
                       head_dim_k: int = 128, chunk_size: int = 64, threads: int = 128,
-                      epilogue_batch: int = 8, min_blocks_per_sm: int = 8, k_load: str = "tma",
+                      epilogue_batch: int = 8, min_blocks_per_sm: int | None = None, k_load: str = "tma",
                       a_store: str = "tma", pdl: bool = True, solve: bool = True, tf32x3: bool = False,
                       diag_stride: int = 24):
     """merge: "regs" (register-tiled block products), "tc"
@@ -85,7 +86,11 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
     fp32 accuracy); see `solve_row_stripe`).
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
-    65536 / (threads x it); shared memory, 33.5 KB + 1 KB static a CTA, allows 6).
+    65536 / (threads x it); shared memory, 33.5 KB + 1 KB static a CTA, allows 6; "mma" with its diagonal-only x_s,
+    23.3 KB + 1 KB, allows 9). Default 6, and 7 (72 registers) for "mma" without the in-kernel norm: measured on
+    H200 (results/2026-11-24-h200-s17/v17c_ab) kkt_solve -7% on the GVA-3 rows, -0 to -3% on the others, +1.4% on
+    397B-TP1 1024x8; 8 (64 registers, 24 bytes spilled) gained less (-1 to -3%). With the norm, 72 registers spill
+    32 bytes (ptxas), unmeasured, so it keeps 6.
     epilogue_batch: rows a thread loads from shared memory (a column pair each) before gating any of them
     (the loads of a batch are in flight together; each batch costs one shared-memory latency).
     k_load: how K's chunk reaches shared memory: "tma" (one bulk tensor copy on an mbarrier, issued by the
@@ -152,6 +157,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     # merge "mma": X row-major with a padded row (XS floats): the C-fragment float2 stores of a half-warp
     # (rows g = 0..3, column pairs 2t) land on distinct banks, and so do the A-fragment loads (L keeps the
     # layout of the K tile that shares its space)
+    if min_blocks_per_sm is None:
+        min_blocks_per_sm = 7 if merge == "mma" and not use_l2norm else 6
     XS = diag_stride if merge == "mma" else C
     assert merge != "mma" or (diag_stride >= SUB and diag_stride % 2 == 0)
     assert merge != "mma" or SUB == 16, "a row stripe is one m16 mma tile high"
