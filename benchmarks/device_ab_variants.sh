@@ -8,10 +8,7 @@
 # Carry [".device", ".device-bins", ".device-bins-old"] and, if used, ".device-bins-alt".
 set -uo pipefail
 source benchmarks/device_env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
-rm -rf /tmp/old && mkdir -p /tmp/old && tar xJf .device-bins-old/torch-cuda.tar.xz -C /tmp/old \
-  && [ -f /tmp/old/torch-cuda/_binaries/manifest.json ] || { echo "no baseline binaries in .device-bins-old"; exit 2; }
-mkdir -p /tmp/oldpkg && ln -sfn /tmp/old/torch-cuda /tmp/oldpkg/flashqla
+unpack_baseline
 ALT_BINS=""
 if [ -f .device-bins-alt/torch-cuda.tar.xz ]; then
   rm -rf /tmp/alt && mkdir -p /tmp/alt && tar xJf .device-bins-alt/torch-cuda.tar.xz -C /tmp/alt

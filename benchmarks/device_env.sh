@@ -41,3 +41,10 @@ compile_test() {  # the deep-model torch.compile test on the kernels, one family
 warm_up() {  # discarded: the first process of a fresh machine times its short (host-bound) rows up to 2x slow
   timeout 30 python benchmarks/bench_prefill.py --lib flashqla --rows quick --rep 20 --out /tmp/warmup.json > /dev/null 2>&1
 }
+unpack_baseline() {  # the baseline's pack (.device-bins-old) into /tmp/old, importable as `flashqla` from /tmp/oldpkg;
+  # a fresh copy every call (a warm machine keeps /tmp); no pack or manifest: stop, never time without the baseline
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
+  rm -rf /tmp/old && mkdir -p /tmp/old && tar xJf .device-bins-old/torch-cuda.tar.xz -C /tmp/old \
+    && [ -f /tmp/old/torch-cuda/_binaries/manifest.json ] || { echo "no baseline binaries in .device-bins-old"; exit 2; }
+  mkdir -p /tmp/oldpkg && ln -sfn /tmp/old/torch-cuda /tmp/oldpkg/flashqla
+}

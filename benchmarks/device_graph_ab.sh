@@ -4,10 +4,7 @@
 # Carry [".device", ".device-bins", ".device-bins-old"]. Everything stays under $OUT/r, packed into one results.tar.gz.
 set -uo pipefail
 source benchmarks/device_env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
-rm -rf /tmp/old && mkdir -p /tmp/old && tar xJf .device-bins-old/torch-cuda.tar.xz -C /tmp/old \
-  && [ -f /tmp/old/torch-cuda/_binaries/manifest.json ] || { echo "no baseline binaries in .device-bins-old"; exit 2; }
-mkdir -p /tmp/oldpkg && ln -sfn /tmp/old/torch-cuda /tmp/oldpkg/flashqla
+unpack_baseline
 sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/manifest.json" > "$R/manifests.sha256"
 if [ "${SUITE:-0}" = 1 ]; then gpu_tests 420; keep; fi
 ROWS=${ROWS:-397B-TP1/8192x4,397B-TP2/8192x4,35B-TP1/8192x4,27B-TP1/16384+16384,27B-TP1/8192x4,397B-TP1/1024x8,27B-TP1/1x32768}
