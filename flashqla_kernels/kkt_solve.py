@@ -154,9 +154,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             x_s[o + bs + r0 + a_, o + c0 + b_] = acc[a_, b_]
         T.sync_threads()
 
-    # merge "mma": X row-major with a padded row (XS floats): the C-fragment float2 stores of a half-warp
-    # (rows g = 0..3, column pairs 2t) land on distinct banks, and so do the A-fragment loads (L keeps the
-    # layout of the K tile that shares its space)
+    # merge "mma": x_s holds the four diagonal inverses only, rows XS = diag_stride floats apart (see diag_stride);
+    # "regs" / "tc": the whole C x C tile (their merges read the 32 x 32 diagonal blocks whole). L keeps the layout
+    # of the K tile that shares its space.
     if min_blocks_per_sm is None:
         min_blocks_per_sm = 7 if merge == "mma" and not use_l2norm else 6
     XS = diag_stride if merge == "mma" else C
