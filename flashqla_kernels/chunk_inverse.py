@@ -23,6 +23,13 @@ TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, 
 XO_REGS = 8 * (CHUNK // SUB - 1)  # registers of a warp's row-stripe blocks (8 a block, three blocks at most)
 
 
+def gated(x, g_row, g_col):
+    """One element of the gated inverse, X_ij exp2(G_i - G_j) with G in log2 units (`gate_rows` and
+    `gate_row_stripe` both form it so, hence the same bits). min() is a no-op for g <= 0 (the op's contract) and
+    keeps exp2 finite otherwise."""
+    return x * T.exp2(T.min(g_row - g_col, 0.0))
+
+
 def diag_col(blk, c, diag_only):
     """Column of a diagonal block's element in x_s: block-local (x_s holds only the four diagonal blocks, each in its
     own rows, kkt_solve "mma") or global (x_s is the whole C x C tile)."""
@@ -195,13 +202,12 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
                         m = 4 * J + 2 * q + h  # the pair's index (o_s[2 m], o_s[2 m + 1]; xo's block order)
                         for e in T.unroll(2):
                             if J < I:
-                                o_s[2 * m + e] = T.cast(
-                                    xo[8 * J + 4 * q + 2 * h + e] * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), dtype)
+                                o_s[2 * m + e] = T.cast(gated(xo[8 * J + 4 * q + 2 * h + e], g_r[h], g_c[e]), dtype)
                             elif J == I:
                                 o_s[2 * m + e] = T.cast(T.if_then_else(
                                     8 * q + 2 * tq + e <= gq + 8 * h,
-                                    x_s[SUB * I + gq + 8 * h, diag_col(I, 8 * q + 2 * tq + e, diag_only)]
-                                    * T.exp2(T.min(g_r[h] - g_c[e], 0.0)), 0.0), dtype)
+                                    gated(x_s[SUB * I + gq + 8 * h, diag_col(I, 8 * q + 2 * tq + e, diag_only)],
+                                          g_r[h], g_c[e]), 0.0), dtype)
                             else:
                                 o_s[2 * m + e] = T.cast(0.0, dtype)
             for m in T.unroll(CHUNK // 4):  # m = 4 J + 2 q + h
@@ -215,8 +221,8 @@ def gate_rows(x_s, g_buf, g_off, out, out_lead, x_b, g_b, o_b, col_g, tx, batch,
     warpgroup gates the rows [16 w, 16 w + 16), lane l the column pair (2 l, 2 l + 1); the pair's G is loaded once,
     then `batch` rows at a time: their G (g_buf[g_off + row], one vector), their X pairs (8-byte loads, unmasked:
     above the diagonal x_s may hold anything, the select discards it), then the gate. out[row, col] (out_lead None) or
-    out[out_lead, row, col] gets the bf16 pairs. G in g_buf is in log2 units (G log2(e), as kkt_solve's rows[0]).
-    min() is a no-op for g <= 0 (the op's contract) and keeps exp2 finite otherwise."""
+    out[out_lead, row, col] gets the bf16 pairs. G in g_buf is in log2 units (G log2(e), as kkt_solve's rows[0]);
+    each element by `gated`."""
     cp = (tx % 32) * 2
     row0 = (tx // 32) * SUB
     for u in T.unroll(2):
@@ -230,8 +236,7 @@ def gate_rows(x_s, g_buf, g_off, out, out_lead, x_b, g_b, o_b, col_g, tx, batch,
         for e in T.unroll(batch):
             ei = row0 + bb * batch + e
             for u in T.unroll(2):
-                o_b[u] = T.cast(T.if_then_else(cp + u <= ei, x_b[e * 2 + u] * T.exp2(
-                    T.min(g_b[e] - col_g[u], 0.0)), 0.0), dtype)
+                o_b[u] = T.cast(T.if_then_else(cp + u <= ei, gated(x_b[e * 2 + u], g_b[e], col_g[u]), 0.0), dtype)
             for u in T.vectorized(2):
                 if out_lead is None:
                     out[ei, cp + u] = o_b[u]
