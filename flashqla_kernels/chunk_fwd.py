@@ -46,13 +46,10 @@ auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (thr
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
                 gamma_r scale / ||q_r||. At block_v 64 its first warp is also the producer, between two P's.
-                With fused_inverse (block_v 128, opt-in) it forms the chunk's A~ (`form_inverse`: K K^T,
-                the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier,
-                and P moves to the producer warpgroup (p_warpgroup "producer"; "aux": after the inverse, here).
+                With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
+                the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
-                soon as the stage is released (its own warpgroup's first warp at block_v 128); with fused_inverse
-                the warpgroup forms P as well, in two column blocks of C / 2 (its registers are few), the first
-                warp loading between two P's.
+                soon as the stage is released, nothing else (its own warpgroup's first warp at block_v 128).
 The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
@@ -98,8 +95,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
-                      producer_regs: int | None = None, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
-                      p_warpgroup: str | None = None):
+                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -141,27 +137,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # eager time. Without it (and at block_v 64): "overlap", state 208 / aux 88.
     PRODUCER_WG = block_v == 128 if producer_wg is None else producer_wg
     sq_order = sq_order or ("split" if PRODUCER_WG else "overlap")
+    state_regs = state_regs or (192 if PRODUCER_WG else 208)
+    aux_regs = aux_regs or (104 if PRODUCER_WG else 88)
     producer_wg = PRODUCER_WG
     # fused_inverse (default with producer_wg): the auxiliary warpgroup forms each chunk's gated inverse itself
-    # (`form_inverse`) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve runs as its
-    # rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
+    # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
+    # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
     fused_inverse = producer_wg if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
-    # p_warpgroup (fused_inverse only): which warpgroup forms P. "aux": the auxiliary warpgroup, after the chunk's
-    # inverse (one warpgroup runs both, ~3.8 us a chunk on H200, which paced the kernel: results/2026-11-24-h200-s15).
-    # "producer" (default with fused_inverse): the producer warpgroup forms P and its first warp issues the loads
-    # between two P's (as the auxiliary warpgroup does without producer_wg), so the auxiliary warpgroup forms only
-    # the inverse. Registers: the inverse's warpgroup and P's share what the state leaves (512 - 2 x 192 = 128 a
-    # thread): 72 / 56 by default.
-    p_warpgroup = p_warpgroup or ("producer" if fused_inverse else "aux")
-    assert p_warpgroup in ("aux", "producer") and (p_warpgroup == "aux" or fused_inverse)
-    P_IN_PRODUCER = p_warpgroup == "producer"
-    state_regs = state_regs or (192 if PRODUCER_WG else 208)
-    aux_regs = aux_regs or (80 if P_IN_PRODUCER else 104 if PRODUCER_WG else 88)
-    producer_regs = producer_regs or (48 if P_IN_PRODUCER else 24)
-    # P's columns a product: all C, or (P in the producer warpgroup, whose registers are few) two blocks of C / 2
-    P_COLS = C // 2 if P_IN_PRODUCER else C
-    P_HALVES = tuple(range(C // P_COLS))
     assert C == CHUNK
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
@@ -213,8 +196,23 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                           T.address_of(vt_b[64 * (tx // 128) + 16 * ((tx % 128) // 32) + lane // 4, 16 * m]))
 
     @T.macro
-    def form_p_rows(q_s, fac_s, rq_s, qq_f, qn_f, gr_f, scale, st):
-        """`form_p`'s row factors gr_f = log2(gamma_i scale / ||q_i||) (q's norms from the stage's tile)."""
+    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
+               p_used, seq_start, seq_end, scale, c):
+        """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
+        the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
+        the stage's and P's barriers."""
+        st = c % NS
+        pb = c % 2
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (c // NS) % 2)
+        T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
+        # the gate and norm factors of the thread's rows and columns into registers once (read per
+        # element from shared memory they were 4 loads an element, half of this warpgroup's time)
+        for j in T.Parallel(C):
+            if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
+                gq_f[j] = fac_s[st, 0, j] - T.log2(fac_s[st, 1, j])
+            else:
+                gq_f[j] = fac_s[st, 0, j]
         if use_l2norm:
             T.clear(qn_f)
             for kb in T.serial(K // QNORM_SLICE):
@@ -233,47 +231,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         else:
             for i in T.Parallel(C):
                 gr_f[i] = fac_s[st, 0, i] + T.log2(scale)
-
-    @T.macro
-    def form_p_columns(q_s, k_s, fac_s, p_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, p_used, seq_end, scale, c, st,
-                       pb, t0, h):
-        """`form_p`'s columns [h P_COLS, (h + 1) P_COLS) of P (the whole of P when P_COLS = C); the row factors
-        gr_f are formed with the first block."""
-        j0 = h * P_COLS
-        T.gemm(q_s[st, :, :], k_s[st, j0:j0 + P_COLS, :], p_f, transpose_B=True, clear_accum=True)
-        # the gate and norm factors of the thread's rows and columns into registers once (read per
-        # element from shared memory they were 4 loads an element, half of this warpgroup's time)
-        for j in T.Parallel(P_COLS):
-            if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
-                gq_f[j] = fac_s[st, 0, j0 + j] - T.log2(fac_s[st, 1, j0 + j])
-            else:
-                gq_f[j] = fac_s[st, 0, j0 + j]
-        if h == 0:
-            form_p_rows(q_s, fac_s, rq_s, qq_f, qn_f, gr_f, scale, st)
         # the row factor (scale / ||q_i||) rides in the exponent (gr_i = log2(gamma_i scale / ||q_i||)): one
         # FMUL and a reload of `scale` less an element. P goes to registers in the input dtype first and to
         # shared memory by a copy in pairs (the element loop's exp2 kept it from vectorising: 2-byte stores),
         # so only that copy waits for the state to release P's buffer.
-        for i, j in T.Parallel(C, P_COLS):
-            pb_f[i, j] = T.if_then_else((j0 + j <= i) & (t0 + i < seq_end), p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]),
-                                        0.0)
-        if h == 0:
-            T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
-        T.copy(pb_f, p_s[pb, :, j0:j0 + P_COLS])
-
-    @T.macro
-    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-               p_used, seq_start, seq_end, scale, c):
-        """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
-        the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
-        the stage's and P's barriers."""
-        st = c % NS
-        pb = c % 2
-        t0 = seq_start + c * C
-        T.barrier_wait(full[st], (c // NS) % 2)
-        for h in P_HALVES:  # P's column blocks of P_COLS (a Python tuple: h is a constant in each copy)
-            form_p_columns(q_s, k_s, fac_s, p_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, p_used, seq_end, scale, c,
-                           st, pb, t0, h)
+        for i, j in T.Parallel(C, C):
+            pb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]), 0.0)
+        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+        T.copy(pb_f, p_s[pb, :, :])
         for i in T.Parallel(C):
             of_s[pb, i] = T.exp2(gr_f[i])
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
@@ -331,10 +296,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     @T.macro
     def p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
                         full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0, scale, n_chunks, tx,
-                        loads, load_warp):
-        """P for every chunk, two chunks a step (c % 2, P's buffer, is a constant in each copy), by the auxiliary
-        warpgroup at block_v 128 or (p_warpgroup "producer") by the producer warpgroup; with `loads` the warp of
-        threads load_warp .. load_warp + 31 loads chunk c + NS - 1 after each P."""
+                        loads):
+        """Auxiliary warpgroup at block_v 128: P for every chunk, two chunks a step (c % 2, P's buffer, is a constant
+        in each copy); with `loads` (no producer warpgroup) its first warp loads chunk c + NS - 1 after each P."""
         for c2 in T.serial(T.ceildiv(n_chunks, 2)):
             for par in T.unroll(2):
                 c = 2 * c2 + par
@@ -342,7 +306,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
                            p_used, seq_start, seq_end, scale, c)
                     if loads:
-                        if tx >= load_warp and tx < load_warp + 32 and c + NS - 1 < n_chunks:
+                        if tx < ST + 32 and c + NS - 1 < n_chunks:
                             load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
                                        hv, v0, c + NS - 1)
 
@@ -457,18 +421,17 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             if v_load == "ldsm":
                 T.annotate_layout({vt_b: accumulator_layout(BV, C)})
             ot_f = T.alloc_fragment((BV, C), acc)     # O^T
-            p_f = T.alloc_fragment((C, P_COLS), acc)
+            p_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, QNORM_SLICE), acc)
             qn_f = T.alloc_fragment((C,), acc)
             gr_f = T.alloc_fragment((C,), acc)        # log2(gamma scale / ||q||) by row of P
-            pb_f = T.alloc_fragment((C, P_COLS), dtype)  # P in the input dtype, before its copy to p_s
-            gq_f = T.alloc_fragment((P_COLS,), acc)   # log2-scaled G (less log2(1/||k||)) by column
+            pb_f = T.alloc_fragment((C, C), dtype)    # P in the input dtype, before its copy to p_s
+            gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
             gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
             gl_row = T.alloc_var("int32")               # flat index of the chunk's last G in fac_s
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
-            # released by the state warpgroups and each warpgroup that reads the stage besides (P's, the inverse's)
-            empty = T.alloc_barrier(arrive_count=[ST + (256 if P_IN_PRODUCER else 128)] * NS)
+            empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
             p_ready = T.alloc_barrier(arrive_count=[128, 128])
             p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
             if fused_inverse:
@@ -559,33 +522,21 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                     form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
                                                  ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
                                                  seq_start, seq_end, c, tx - ST)
-                                    if P_IN_PRODUCER:  # the stage's k and factor rows are read
-                                        T.barrier_arrive(empty[c % NS])
-                                    else:
-                                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
-                                               full, empty, p_ready, p_used, seq_start, seq_end, scale, c)
+                                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
+                                           empty, p_ready, p_used, seq_start, seq_end, scale, c)
                     else:
                         p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
                                         gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,
-                                        hv, v0, scale, n_chunks, tx, False, ST)
+                                        hv, v0, scale, n_chunks, tx, False)
                 else:
                     # ----------------------------------------------------- producer warpgroup (first warp loads)
                     T.set_max_nreg(producer_regs, 0)
                     if pdl:  # kkt_solve's a and rows are complete and visible from here on
                         T.pdl_sync()
-                    if P_IN_PRODUCER:  # P for every chunk, the first warp loading NS - 1 chunks ahead of it
-                        for c0 in T.unroll(NS - 1):
-                            if tx < PT + 32 and c0 < n_chunks:
-                                load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
-                                           hk, hv, v0, c0)
-                        p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
-                                        gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,
-                                        hv, v0, scale, n_chunks, tx, True, PT)
-                    else:
-                        for c in T.serial(n_chunks):
-                            if tx < PT + 32:
-                                load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
-                                           hk, hv, v0, c)
+                    for c in T.serial(n_chunks):
+                        if tx < PT + 32:
+                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
+                                       hv, v0, c)
             else:
                 # ------------------------------------------------------------- auxiliary warpgroup
                 if NSW > 1:
@@ -599,7 +550,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if AUX_UNROLL == 2:
                     p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
                                     pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
-                                    scale, n_chunks, tx, True, ST)
+                                    scale, n_chunks, tx, True)
                 else:
                     for c in T.serial(n_chunks):
                         form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty,
