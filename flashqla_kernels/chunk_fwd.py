@@ -351,9 +351,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         o: T.Tensor((num_tokens, num_v_heads, V), dtype),
         scale: T.float32,
         flags: T.int32,
+        hv_base: T.int32,
+        launch_heads: T.int32,
     ):
-        with T.Kernel(NVB * num_v_heads, num_seqs_p1 - 1, threads=THREADS) as (bhv, n):
-            hv = bhv // NVB
+        # value heads [hv_base, hv_base + launch_heads) (all of them, or one part of a head split, see dispatch.py)
+        with T.Kernel(NVB * launch_heads, num_seqs_p1 - 1, threads=THREADS) as (bhv, n):
+            hv = hv_base + bhv // NVB
             v0 = (bhv % NVB) * BV
             hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
             hk = hv // (num_v_heads // num_k_heads)

@@ -214,6 +214,28 @@ def test_fused_inverse_equals_kkt_solve_bitwise(monkeypatch, l2norm):
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
+def test_head_split_equals_whole_launches(monkeypatch):
+    """A head split (dispatch.choose_head_split: heads [0, s) at V block 128, the others by a second launch at 64)
+    gives on each part's heads bitwise the outputs of a whole launch at that V block, and float64's within TOL
+    (GVA 3, so the second launch's first head is not a key head's first; ragged, an empty sequence)."""
+    from flashqla import dispatch, fast_path, ops
+
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
+    inp = make_inputs([300, 0, 129, 64, 1], H=2, HV=6, seed=31)
+    outs = {}
+    for name, split, block_v in (("split", 4, "128"), ("128", 0, "128"), ("64", 0, "64")):
+        monkeypatch.setattr(dispatch, "choose_head_split", lambda *a, s=split: s)
+        monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
+        fast_path._PLANS.clear()  # a stored plan would skip choose_head_split
+        outs[name] = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    o, ht = outs["split"]
+    assert torch.equal(o[:, :, :4], outs["128"][0][:, :, :4]) and torch.equal(ht[:, :4], outs["128"][1][:, :4])
+    assert torch.equal(o[:, :, 4:], outs["64"][0][:, :, 4:]) and torch.equal(ht[:, 4:], outs["64"][1][:, 4:])
+    o_ref, ht_ref = oracle(inp, False)
+    assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
+
+
 def test_no_state_sized_intermediates():
     inp = make_inputs([8192], H=4, HV=8, seed=17, h0=False)
     flashqla.chunk_gated_delta_rule(**inp)  # warm up

@@ -20,6 +20,8 @@ def test_chunk_fwd_fake_shapes():
         assert ht.shape == (3, HV, 128, 128) and ht.dtype == torch.float32
         o, ht = ops.chunk_fwd(q, q, v, g, g, None, cu, cu, 0.1, True, False, 64)
         assert ht.numel() == 0
+        o, ht = ops.chunk_fwd(q, q, v, g, g, None, cu, cu, 0.1, False, True, 128, 5)  # heads 5-7 at 64
+        assert o.shape == (T, HV, 128) and ht.shape == (3, HV, 128, 128)
 
 
 def test_kkt_solve_fake_shapes():
@@ -149,6 +151,31 @@ def test_block_v_rule(monkeypatch):
     assert dispatch.choose_block_v(256, 132) == 128
     monkeypatch.setenv("FLASHQLA_BLOCK_V", "64")
     assert dispatch.choose_block_v(1000, 132) == 64
+
+
+def test_head_split_rule(monkeypatch):
+    """Past the last full wave of 128-blocks, the heads whose pairs would form a partial wave run at V block 64 when
+    both halves of their pairs fit in one wave; otherwise no split."""
+    monkeypatch.delenv("FLASHQLA_BLOCK_V", raising=False)
+    monkeypatch.delenv("FLASHQLA_HEAD_SPLIT", raising=False)
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    split = dispatch.choose_head_split
+    assert split(4, 48, 132, 128) == 33      # 192 pairs: heads 0-32 (132 pairs) at 128, 15 x 4 = 60 pairs -> 120 CTAs
+    assert split(8, 24, 132, 128) == 16      # 192 pairs: 128 at 128, 8 x 8 = 64 pairs -> 128 CTAs
+    assert split(4, 64, 132, 128) == 0       # 256 pairs: the remainder (124) does not fit one wave as 64-blocks
+    assert split(8, 64, 132, 128) == 0       # 512 pairs
+    assert split(2, 64, 132, 128) == 0       # 128 pairs: one wave already
+    assert split(4, 33, 132, 128) == 0       # 132 pairs: exactly one wave
+    assert split(4, 48, 132, 64) == 0        # only a 128-block launch is split
+    assert split(200, 1, 132, 128) == 0      # more sequences than SMs: no whole head fills the full waves
+    monkeypatch.setattr(ops, "FUSED_INVERSE", True)
+    assert split(4, 48, 132, 128) == 0       # the fused inverse has no 64-block variant
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    monkeypatch.setenv("FLASHQLA_HEAD_SPLIT", "0")
+    assert split(4, 48, 132, 128) == 0
+    monkeypatch.delenv("FLASHQLA_HEAD_SPLIT")
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
+    assert split(4, 48, 132, 128) == 0
 
 
 def test_plan_traces_without_graph_break_for_new_batch_sizes(monkeypatch):

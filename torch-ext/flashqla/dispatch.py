@@ -240,6 +240,40 @@ def choose_block_v(num_pairs: int, sms: int) -> int:
     return 64 if 2 * num_pairs <= sms else 128
 
 
+def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int) -> int:
+    """Value heads that run at V block 128 when the rest run at 64 by a second launch (0: no split).
+
+    The fused kernel holds one CTA per SM, and at V block 128 the (sequence, head) pairs past the last full
+    wave form a partial wave that takes as long as a full one. When those pairs, split in two V halves (each
+    ~0.6 of a 128-block CTA's time a chunk), fit in one wave, the heads [0, split) run at 128 in the full waves
+    and the others at 64 after them: w waves of 128-blocks and one of 64-blocks instead of w + 1 of 128-blocks
+    (e.g. 48 heads x 4 sequences on 132 SMs: heads 0-32 at 128, heads 33-47 at 64). The rule assumes sequences
+    of similar length, like :func:`choose_block_v`. No split when the V block is forced (FLASHQLA_BLOCK_V), when
+    chunk_fwd forms the inverse itself (FLASHQLA_FUSED_INVERSE=1: the 64-block launch needs kkt_solve's A~) or
+    with FLASHQLA_HEAD_SPLIT=0.
+    """
+    from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
+
+    if block_v != 128 or forced_block_v("FLASHQLA_BLOCK_V") or head_split_disabled():
+        return 0
+    if FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS:
+        return 0
+    pairs = num_seqs * num_heads
+    waves = pairs // sms
+    if waves == 0 or pairs == waves * sms:
+        return 0
+    split = waves * sms // num_seqs  # heads whose pairs fill the full waves
+    if split < 1 or 2 * num_seqs * (num_heads - split) > sms:
+        return 0
+    return split
+
+
+@torch.compiler.assume_constant_result
+def head_split_disabled() -> bool:
+    """FLASHQLA_HEAD_SPLIT=0 turns :func:`choose_head_split` off (read once under torch.compile)."""
+    return os.environ.get("FLASHQLA_HEAD_SPLIT", "1") == "0"
+
+
 def _packed(problem, q, k, v, g, beta, initial_state):
     """The kernels' inputs: tokens packed along one axis ([B*T, heads, dim]), gates and states in fp32."""
     BT, H, HV, K, V = problem.B * problem.T, problem.H, problem.HV, problem.K, problem.V
@@ -260,8 +294,8 @@ def _scale(problem, scale) -> float:
 
 class ChunkPlan(NamedTuple):
     """What a served chunked call was launched with, apart from its tensors and scale: the sizes, the device
-    cu_seqlens (None: the caller's own tensor, already int32 on the device), kkt_solve's chunk table, the flags
-    and the V block. :mod:`.fast_path` keeps it per call signature."""
+    cu_seqlens (None: the caller's own tensor, already int32 on the device), kkt_solve's chunk table, the flags,
+    the V block and the head split (:func:`choose_head_split`). :mod:`.fast_path` keeps it per call signature."""
     B: int
     T: int
     H: int
@@ -273,6 +307,7 @@ class ChunkPlan(NamedTuple):
     use_l2norm: bool
     output_final_state: bool
     block_v: int
+    head_split: int
 
 
 def run_chunk_plan(plan: ChunkPlan, q, k, v, g, beta, initial_state, cu, scale: float):
@@ -281,7 +316,7 @@ def run_chunk_plan(plan: ChunkPlan, q, k, v, g, beta, initial_state, cu, scale: 
     from .ops import chunk_fwd
 
     o, ht = chunk_fwd(q, k, v, g, beta, initial_state, cu, plan.table, scale, plan.use_l2norm,
-                      plan.output_final_state, plan.block_v)
+                      plan.output_final_state, plan.block_v, plan.head_split)
     return o.view(plan.B, plan.T, plan.HV, plan.V), (ht if plan.output_final_state else None)
 
 
@@ -323,7 +358,8 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
     plan = ChunkPlan(problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V,
                      None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
-                     bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v)
+                     bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v,
+                     choose_head_split(problem.N, problem.HV, sm_count(q.device), block_v))
     out = run_chunk_plan(plan, *_packed(problem, q, k, v, g, beta, initial_state), cu, _scale(problem, scale))
     if not torch.compiler.is_compiling():  # the next call with this signature skips straight to the launches
         from . import fast_path

@@ -6,14 +6,15 @@ On short inputs the forward is bound by its host time (~100 us a call on the H20
 and their Python layers were about half of it. A call's *signature* holds every fact those steps decide on:
 the shapes, dtypes, devices and contiguity of the tensors, scale and the flags (with their Python types),
 the cu_seqlens tensor (by identity, held weakly, and its version counter), whether autograd is asked for,
-and the settings read per call (FLASHQLA_BLOCK_V, the kkt merge, output poisoning). Equal signatures give
-equal validation results and plans, so a hit reuses the plan that :func:`dispatch.try_chunk_forward` recorded
-after serving the first call. Only 16-byte alignment of the data pointers is a property of the call itself;
-it is checked on every hit. Writes that torch's version counter does not see (through `.data`, DLPack or
-another library) are not seen here either, as in the cu_seqlens caches of the full path. A cu_seqlens made under
-torch.inference_mode has no version counter and always takes the full path (build it outside inference mode
-to keep the fast path). Anything else (a miss, a non-CUDA tensor, torch.compile or a dispatch mode,
-fp32 q/k/v, non-fp32 gates or states, non-contiguous or misaligned inputs) takes the full path.
+and the settings read per call (FLASHQLA_BLOCK_V, FLASHQLA_HEAD_SPLIT, the kkt merge, the fused inverse, output
+poisoning). Equal signatures give equal validation results and plans, so a hit reuses the plan that
+:func:`dispatch.try_chunk_forward` recorded after serving the first call. Only 16-byte alignment of the data
+pointers is a property of the call itself; it is checked on every hit. Writes that torch's version counter does
+not see (through `.data`, DLPack or another library) are not seen here either, as in the cu_seqlens caches of the
+full path. A cu_seqlens made under torch.inference_mode has no version counter and always takes the full path
+(build it outside inference mode to keep the fast path). Anything else (a miss, a non-CUDA tensor, torch.compile
+or a dispatch mode, fp32 q/k/v, non-fp32 gates or states, non-contiguous or misaligned inputs) takes
+the full path.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
         sig = (q.shape, k.shape, v.shape, g.shape, beta.shape, q.dtype, k.dtype, v.dtype, q.device, k.device,
                v.device, g.device, beta.device, state, type(scale), scale, type(output_final_state),
                output_final_state, type(use_l2norm), use_l2norm, cu, os.environ.get("FLASHQLA_BLOCK_V"),
-               ops.KKT_MERGE, ops._POISON)
+               os.environ.get("FLASHQLA_HEAD_SPLIT"), ops.KKT_MERGE, ops.FUSED_INVERSE, ops._POISON)
         hash(sig)
         return sig
     except (AttributeError, TypeError):  # not tensors, unhashable scale, ...: the full path says what is wrong

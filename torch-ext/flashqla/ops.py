@@ -34,6 +34,8 @@ KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "mma")
 # benchmarks/NOTES.md, session 15)
 FUSED_INVERSE_BLOCK_VS = (128,)
 FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
+# the V block of the second launch of a head split (chunk_fwd's head_split)
+HEAD_SPLIT_BLOCK_V = 64
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -226,12 +228,14 @@ def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_table: torch.Tensor,
               scale: float, use_l2norm: bool, output_final_state: bool,
-              block_v: int) -> tuple[torch.Tensor, torch.Tensor]:
+              block_v: int, head_split: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused GDN chunked forward on packed inputs.
 
     q, k [T, H, 128], v [T, HV, 128] (bf16/fp16), g, beta [T, HV] fp32, initial_state [N, HV, 128, 128]
     fp32 or None, cu_seqlens int32 [N+1], chunk_table (:func:`chunk_table_for`) -> o [T, HV, 128] (v's
     dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when output_final_state is False).
+    head_split (0 < head_split < HV, block_v 128, A~ from kkt_solve): value heads [0, head_split) run at block_v,
+    heads [head_split, HV) by a second launch at V block 64 (:func:`dispatch.choose_head_split`); 0: one launch.
     """
     T, H = q.shape[0], q.shape[1]
     HV = v.shape[1]
@@ -245,6 +249,9 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
         return o, ht
     q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
     fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
+    if head_split and (fused or block_v != 128 or not 0 < head_split < HV):
+        raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
+                         f"kkt_solve; got {head_split} (block_v {block_v}, fused inverse {fused})")
     if fused:  # chunk_fwd forms A~ itself and never touches `a`: any valid pointer stands in
         rows = kkt_rows(k, beta, g, chunk_table, HV, use_l2norm)
         a = rows
@@ -254,15 +261,19 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     h0 = initial_state if initial_state is not None else o
     ht_arg = ht if output_final_state else o
     flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
-    b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=block_v, fused_inverse=fused)
-    _launch(b, v.device, q=q, k=k, v=v, rows=rows, a=a, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
-            scale=float(scale), flags=flags, num_tokens=T, num_k_heads=H, num_v_heads=HV,
-            rows_len=rows.shape[2], num_seqs_p1=cu_seqlens.numel())
+    parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
+        ((block_v, 0, HV),)
+    for bv, hv_base, heads in parts:
+        b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=bv, fused_inverse=fused)
+        _launch(b, v.device, q=q, k=k, v=v, rows=rows, a=a, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
+                scale=float(scale), flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T, num_k_heads=H,
+                num_v_heads=HV, rows_len=rows.shape[2], num_seqs_p1=cu_seqlens.numel())
     return o, ht
 
 
 @chunk_fwd.register_fake
-def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_table, scale, use_l2norm, output_final_state, block_v):
+def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_table, scale, use_l2norm, output_final_state, block_v,
+      head_split=0):
     return _state_outputs(q, v, cu_seqlens.shape[0] - 1, output_final_state,
                           lambda *shape, dtype, device: v.new_empty(shape, dtype=dtype))
 
