@@ -95,7 +95,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
-                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False):
+                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
+                      o_store: str = "stmatrix"):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -146,6 +147,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     fused_inverse = producer_wg if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
     assert C == CHUNK
+    # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
+    # "stmatrix" (stmatrix.trans: four 8 x 8 bf16 matrices an instruction, the pairs packed by one conversion each)
+    # or "scalar" (one 2-byte shared store an element: 32 a thread a chunk)
+    assert o_store in ("stmatrix", "scalar")
+    PACK = "__pack_nv_bfloat162" if dtype == "bfloat16" else "__pack_half2"
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
     assert V % BV == 0 and BV % 64 == 0
@@ -321,14 +327,43 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             T.wgmma_gemm(st_b, x_s[st, :, :], acc_f, transpose_B=True, clear_accum=True, policy=full_row)
 
     @T.macro
+    def store_o_transposed(o_s, ot_f):
+        """State warpgroups: o_s[t, v] = O^T[v, t] in the input dtype by stmatrix.trans. In the accumulator layout
+        (`accumulator_layout`) lane l of warp w in warpgroup g holds rows v = 64 g + 16 w + l / 4 (+ 8) and the column
+        pairs t = 8 q + 2 (l % 4), + 1, i.e. the mma fragment of the 8 x 8 matrices (h, q) = (row half, column
+        octet); stmatrix.trans writes each transposed, row t of o_s getting the matrix's 8 values of v (16 bytes).
+        Instruction m2 stores the matrices (0, 2 m2), (1, 2 m2), (0, 2 m2 + 1), (1, 2 m2 + 1); lane l gives the
+        address of row l % 8 of matrix l / 8. Rounds as the scalar path (round to nearest), so the same bits."""
+        tx = T.get_thread_binding()
+        lane = tx % 32
+        v_base = 64 * (tx // 128) + 16 * ((tx % 128) // 32)  # the warp's first row of O^T
+        rv = v_base + lane // 4
+        ct = 2 * (lane % 4)
+        for m2 in T.unroll(C // 16):
+            T.call_extern(
+                "handle", "tl::ptx_stmatrix_x4_trans",
+                T.address_of(o_s[16 * m2 + 8 * (lane // 16) + lane % 8, v_base + 8 * ((lane // 8) % 2)]),
+                T.call_extern("uint32", PACK, T.cast(ot_f[rv, 16 * m2 + ct], dtype),
+                              T.cast(ot_f[rv, 16 * m2 + ct + 1], dtype)),
+                T.call_extern("uint32", PACK, T.cast(ot_f[rv + 8, 16 * m2 + ct], dtype),
+                              T.cast(ot_f[rv + 8, 16 * m2 + ct + 1], dtype)),
+                T.call_extern("uint32", PACK, T.cast(ot_f[rv, 16 * m2 + 8 + ct], dtype),
+                              T.cast(ot_f[rv, 16 * m2 + 8 + ct + 1], dtype)),
+                T.call_extern("uint32", PACK, T.cast(ot_f[rv + 8, 16 * m2 + 8 + ct], dtype),
+                              T.cast(ot_f[rv + 8, 16 * m2 + 8 + ct + 1], dtype)))
+
+    @T.macro
     def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):
         """State warpgroups: the O^T of the chunk starting at token t0 -> o_s (transposed) -> global. A full
         chunk leaves by one TMA store that nobody waits for until o_s is rewritten a chunk later; a sequence's
         partial last chunk by masked row stores (a TMA box would write into the next sequence's rows)."""
         T.tma_store_wait()  # the previous chunk's store has read o_s
         T.sync_threads(O_BARRIER_ID, ST)
-        for i, j in T.Parallel(BV, C):
-            o_s[j, i] = ot_f[i, j]
+        if o_store == "stmatrix":
+            store_o_transposed(o_s, ot_f)
+        else:
+            for i, j in T.Parallel(BV, C):
+                o_s[j, i] = ot_f[i, j]
         T.fence_proxy_async()  # generic writes of o_s -> the TMA engine's reads
         T.sync_threads(O_BARRIER_ID, ST)
         if t0 + C <= seq_end:
@@ -424,6 +459,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             if v_load == "ldsm":
                 T.annotate_layout({vt_b: accumulator_layout(BV, C)})
             ot_f = T.alloc_fragment((BV, C), acc)     # O^T
+            if o_store == "stmatrix":  # read by (row, column) in store_o_transposed: the wgmma layout, stated
+                T.annotate_layout({ot_f: accumulator_layout(BV, C)})
             p_f = T.alloc_fragment((C, C), acc)
             qq_f = T.alloc_fragment((C, QNORM_SLICE), acc)
             qn_f = T.alloc_fragment((C,), acc)
