@@ -14,6 +14,8 @@ Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     h0         [N(+1), HV, K, V] fp32 initial states (read only when flags & 1)
     cu_seqlens [N + 1]       int32
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
+    hv_base, launch_heads  int32: the launch covers value heads [hv_base, hv_base + launch_heads) (all HV, or one
+                             part of a head split: torch-ext/flashqla/dispatch.py choose_head_split)
 Outputs:
     o          [T, HV, V]    q's dtype
     ht         [N(+1), HV, K, V] fp32 final states (written only when flags & 2)
@@ -31,17 +33,17 @@ a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn column
 d = 0 (kkt_solve's zero factor rows past each sequence) removes from the state and the masked Gamma removes
 from O; they are never stored.
 
-Tile plan: one CTA per (sequence, value head, V block of `block_v`), block_v / 64 "state" warpgroups, one
-auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (threads = 128 (block_v / 64 + 1),
-+ 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128):
+Tile plan: one CTA per (sequence, value head of the launch's range, V block of `block_v`), block_v / 64 "state"
+warpgroups, one auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (threads =
+128 (block_v / 64 + 1), + 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128):
     state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
                 has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
                 (k, q, A~, P): Z^T = S^T K^T, then (defer_o_store) the previous chunk's O^T leaves while it
                 runs, then S^T Q^T, W^T on the CUDA cores (V^T by ldmatrix.trans) while S^T Q^T runs, Vn^T = W^T A~^T, then
                 S^T += (Vn^T d) K and O^T += Vn^T P^T. The state never goes through shared memory; O^T
-                leaves through a swizzled shared tile by one TMA store a chunk (masked 16-byte row stores for a
-                sequence's partial last chunk).
+                leaves through a swizzled shared tile (written transposed by stmatrix.trans) by one TMA store a
+                chunk (masked 16-byte row stores for a sequence's partial last chunk).
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (the row factor scale / ||q_r||
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
