@@ -178,6 +178,27 @@ def test_head_split_rule(monkeypatch):
     assert split(4, 48, 132, 128) == 0
 
 
+def test_head_split_traces_without_graph_break(monkeypatch):
+    """Under torch.compile the head split is traced code on a dynamic sequence count: guards, no graph break, and the
+    eager choices."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    monkeypatch.delenv("FLASHQLA_BLOCK_V", raising=False)
+    monkeypatch.delenv("FLASHQLA_HEAD_SPLIT", raising=False)
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+
+    def split(x):
+        return x.sum() * 0 + dispatch.choose_head_split(x.shape[0], 48, 132, 128)
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(split, backend="eager", dynamic=True, fullgraph=True)
+    for n, want in ((4, 33), (2, 0), (3, 44), (5, 0)):  # 192 pairs -> 33; 96 -> one wave; 144 -> 44; 240 -> none
+        assert compiled(torch.zeros(n)).item() == want == split(torch.zeros(n)).item(), n
+    assert dict(counters["graph_break"]) == {}
+
+
 def test_plan_traces_without_graph_break_for_new_batch_sizes(monkeypatch):
     """The size-dependent part of the plan is traced code: a dynamic batch size (or sequence count) gives
     guards, not a graph break, and the same choices as eager. (The static part is made to accept CPU
