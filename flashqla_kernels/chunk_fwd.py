@@ -328,6 +328,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         else:
             T.wgmma_gemm(st_b, x_s[st, :, :], acc_f, transpose_B=True, clear_accum=True, policy=full_row)
 
+    def packed_pair(frag, r, c):
+        """Elements (r, c) and (r, c + 1) of an fp32 fragment, rounded to the input dtype and packed into 32 bits."""
+        return T.call_extern("uint32", PACK, T.cast(frag[r, c], dtype), T.cast(frag[r, c + 1], dtype))
+
     @T.macro
     def store_o_transposed(o_s, ot_f):
         """State warpgroups: o_s[t, v] = O^T[v, t] in the input dtype by stmatrix.trans. In the accumulator layout
@@ -345,14 +349,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             T.call_extern(
                 "handle", "tl::ptx_stmatrix_x4_trans",
                 T.address_of(o_s[16 * m2 + 8 * (lane // 16) + lane % 8, v_base + 8 * ((lane // 8) % 2)]),
-                T.call_extern("uint32", PACK, T.cast(ot_f[rv, 16 * m2 + ct], dtype),
-                              T.cast(ot_f[rv, 16 * m2 + ct + 1], dtype)),
-                T.call_extern("uint32", PACK, T.cast(ot_f[rv + 8, 16 * m2 + ct], dtype),
-                              T.cast(ot_f[rv + 8, 16 * m2 + ct + 1], dtype)),
-                T.call_extern("uint32", PACK, T.cast(ot_f[rv, 16 * m2 + 8 + ct], dtype),
-                              T.cast(ot_f[rv, 16 * m2 + 8 + ct + 1], dtype)),
-                T.call_extern("uint32", PACK, T.cast(ot_f[rv + 8, 16 * m2 + 8 + ct], dtype),
-                              T.cast(ot_f[rv + 8, 16 * m2 + 8 + ct + 1], dtype)))
+                packed_pair(ot_f, rv, 16 * m2 + ct), packed_pair(ot_f, rv + 8, 16 * m2 + ct),
+                packed_pair(ot_f, rv, 16 * m2 + 8 + ct), packed_pair(ot_f, rv + 8, 16 * m2 + 8 + ct))
 
     @T.macro
     def store_o(o, o_s, ot_f, t0, seq_end, hv, v0):

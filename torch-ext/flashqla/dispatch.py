@@ -254,9 +254,8 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int) -> 
     """
     from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
 
-    if block_v != 128 or forced_block_v("FLASHQLA_BLOCK_V") or head_split_disabled():
-        return 0
-    if FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS:
+    if (block_v != 128 or (FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS)
+            or forced_block_v("FLASHQLA_BLOCK_V") or head_split_disabled()):
         return 0
     pairs = num_seqs * num_heads
     waves = pairs // sms
