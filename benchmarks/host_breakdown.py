@@ -46,6 +46,21 @@ def wrap(mod, name):
     setattr(owner, attr, timed)
 
 
+def timed_forwards(flashqla, inp, calls: int) -> float:
+    """Host microseconds per forward call (30 warm-up calls; the GPU queue drained every 20 calls)."""
+    for _ in range(30):
+        flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    torch.cuda.synchronize()
+    total = 0.0
+    for i in range(calls):
+        t = time.perf_counter()
+        flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+        total += time.perf_counter() - t
+        if i % 20 == 19:
+            torch.cuda.synchronize()
+    return 1e6 * total / calls
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -55,31 +70,24 @@ def main():
     import importlib
 
     import flashqla
+    out = {"tag": args.tag, "flashqla_path": os.path.dirname(flashqla.__file__), "rows": []}
+    inputs = {}
+    for head, seqs in ROWS:  # the whole forward first, with no step timers in the way
+        H, HV = HEAD_CONFIGS[head]
+        inputs[head, seqs] = inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+        out["rows"].append({"head": head, "seqs": seqs, "plain_forward_us": timed_forwards(flashqla, inp, args.calls)})
     for modname, name in STEPS:
         try:
             wrap(importlib.import_module(f"flashqla.{modname}"), name)
         except ImportError:  # an older package without this module
             pass
-    out = {"tag": args.tag, "flashqla_path": os.path.dirname(flashqla.__file__), "rows": []}
-    for head, seqs in ROWS:
-        H, HV = HEAD_CONFIGS[head]
-        inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
-        for _ in range(30):
-            flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-        torch.cuda.synchronize()
+    for row in out["rows"]:
         acc.clear()
-        total = 0.0
-        for i in range(args.calls):
-            t = time.perf_counter()
-            flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-            total += time.perf_counter() - t
-            if i % 20 == 19:
-                torch.cuda.synchronize()
         n = args.calls
-        row = {"head": head, "seqs": seqs, "forward_us": 1e6 * total / n,
-               "steps_us": {k: 1e6 * v / n for k, v in acc.items()}}
-        out["rows"].append(row)
-        print(f"[{args.tag}] {head} {seqs}: forward {row['forward_us']:.1f} us/call; "
+        row["forward_us"] = timed_forwards(flashqla, inputs[row["head"], row["seqs"]], n)
+        row["steps_us"] = {k: 1e6 * v / n for k, v in acc.items()}
+        print(f"[{args.tag}] {row['head']} {row['seqs']}: plain forward {row['plain_forward_us']:.1f} us/call, "
+              f"with step timers {row['forward_us']:.1f}; "
               + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["steps_us"].items(), key=lambda kv: -kv[1])),
               flush=True)
     if args.out:

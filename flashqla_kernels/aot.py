@@ -5,10 +5,11 @@ The library exports three symbols and nothing else (a linker version script hide
     const char* get_last_error();
     int init();                                   // sets the dynamic shared-memory limit
     int call(<pointers and scalars...>, cudaStream_t stream);
+    int call_packed(const unsigned char* args, cudaStream_t stream);   // the same, arguments in 8-byte slots
 
 The CUDA runtime is linked statically and the driver is reached through cudaGetDriverEntryPoint
-(CUTLASS's wrapper), so the binary needs only the NVIDIA driver at run time: no TileLang, no
-compiler, no torch C++ ABI. The argument list of `call` is recorded in the manifest so the runtime
+(looked up once per process, see `cache_driver_entry_points`), so the binary needs only the NVIDIA driver at
+run time: no TileLang, no compiler, no torch C++ ABI. The argument list of `call` is recorded in the manifest so the runtime
 can build a ctypes signature.
 """
 
@@ -26,7 +27,7 @@ from pathlib import Path
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 GENCODE = "arch=compute_90a,code=sm_90a"
 
-_VERSION_SCRIPT = "{ global: init; call; get_last_error; local: *; };\n"
+_VERSION_SCRIPT = "{ global: init; call; call_packed; get_last_error; local: *; };\n"
 
 # C types that appear in TileLang's generated `call(...)` signature, mapped to the names the
 # runtime loader understands.
@@ -95,7 +96,77 @@ def lower_to_source(prim_func, pass_configs: dict | None = None, manual_fences: 
     wrapper.assign_pass_configs(pass_configs)
     wrapper.assign_host_module(artifact.host_mod)
     wrapper.assign_device_module(artifact.device_mod)
-    return wrapper.wrap(artifact.kernel_source)
+    return add_packed_entry(cache_driver_entry_points(wrapper.wrap(artifact.kernel_source)))
+
+
+# TileLang's host wrapper encodes each TMA descriptor through CUTLASS's driver wrapper, which asks
+# cudaGetDriverEntryPoint for cuTensorMapEncodeTiled on every call: once per descriptor per launch (six per
+# chunk_fwd launch, two per kkt_solve). This stand-in looks the entry point up once per process.
+_ENCODE_TILED_CALL = "CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)"
+_ENCODE_TILED_CACHED = r"""
+// flashqla: cuTensorMapEncodeTiled's driver entry point, looked up once per process (thread-safe static)
+using flashqla_encode_tiled_fn = decltype(&::cuTensorMapEncodeTiled);
+static flashqla_encode_tiled_fn flashqla_encode_tiled_entry() {
+  static const flashqla_encode_tiled_fn entry = [] {
+    void* pfn = nullptr;
+    cudaDriverEntryPointQueryResult status;
+#if __CUDACC_VER_MAJOR__ > 12
+    cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &pfn, 12000, cudaEnableDefault,
+                                                       &status);
+#else
+    cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &pfn, cudaEnableDefault, &status);
+#endif
+    return (err == cudaSuccess && status == cudaDriverEntryPointSuccess)
+               ? reinterpret_cast<flashqla_encode_tiled_fn>(pfn) : nullptr;
+  }();
+  return entry;
+}
+template <typename... Args>
+static CUresult flashqla_encode_tiled(Args... args) {
+  flashqla_encode_tiled_fn entry = flashqla_encode_tiled_entry();
+  return entry ? entry(args...) : CUDA_ERROR_UNKNOWN;
+}
+"""
+
+
+def cache_driver_entry_points(source: str) -> str:
+    """The generated source with its per-call driver entry-point lookups replaced by one cached lookup
+    (`flashqla_encode_tiled`, defined before the first exported function); unchanged if it encodes no TMA map."""
+    if _ENCODE_TILED_CALL not in source:
+        return source
+    head, sep, tail = source.partition('extern "C" TL_EXPORT')
+    if not sep:
+        raise RuntimeError("generated source has no exported host function")
+    return head + _ENCODE_TILED_CACHED + "\n" + sep + tail.replace(_ENCODE_TILED_CALL, "flashqla_encode_tiled")
+
+
+# `call_packed`: `call` with its arguments in consecutive 8-byte slots (pointers and integers as 64-bit
+# integers, floats as doubles), so that the runtime passes two ctypes arguments instead of one per kernel
+# argument (ctypes converts each declared argument on every call: ~4 us a launch for chunk_fwd's 19).
+_SLOT_READ = {"ptr": "({ctype})(uintptr_t)flashqla_slot_u64(args, {i})", "i32": "(int)(int64_t)flashqla_slot_u64(args, {i})",
+              "i64": "(int64_t)flashqla_slot_u64(args, {i})", "f32": "(float)flashqla_slot_f64(args, {i})"}
+
+
+def add_packed_entry(source: str) -> str:
+    """The generated source with `call_packed` appended: it reads `call`'s arguments from 8-byte slots (the order
+    of :func:`parse_call_signature`, the stream apart) and calls `call`."""
+    args = [a for a in parse_call_signature(source) if a["kind"] != "stream"]
+    reads = ", ".join(_SLOT_READ[a["kind"]].format(ctype=a.get("ctype", ""), i=i) for i, a in enumerate(args))
+    return source + f"""
+static inline uint64_t flashqla_slot_u64(const unsigned char* args, int i) {{
+  uint64_t u;
+  __builtin_memcpy(&u, args + 8 * i, 8);
+  return u;
+}}
+static inline double flashqla_slot_f64(const unsigned char* args, int i) {{
+  double d;
+  __builtin_memcpy(&d, args + 8 * i, 8);
+  return d;
+}}
+extern "C" TL_EXPORT int call_packed(const unsigned char* args, cudaStream_t stream) {{
+  return call({reads}{", " if reads else ""}stream);
+}}
+"""
 
 
 def parse_call_signature(source: str) -> list[dict]:

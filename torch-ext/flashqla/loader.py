@@ -1,7 +1,9 @@
 """Find and load the prebuilt sm_90a binaries (C-ABI shared libraries) with ctypes.
 
-Each binary exports `init()`, `call(<args>, stream)` and `get_last_error()`; `_binaries/manifest.json`
-(written by the ahead-of-time build) lists them with their static parameters and argument kinds.
+Each binary exports `init()`, `call(<args>, stream)`, `call_packed(<args in 8-byte slots>, stream)` and
+`get_last_error()`; `_binaries/manifest.json` (written by the ahead-of-time build) lists them with their static
+parameters and argument kinds. Launches go through `call_packed` (one packed buffer instead of a ctypes
+conversion per argument; binaries built before it existed are called through `call`).
 Search order for the binaries directory:
   1. $FLASHQLA_BINARIES_DIR
   2. `_binaries/` next to this file (the hub kernel layout and an installed wheel)
@@ -15,11 +17,14 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import struct
 import threading
 from pathlib import Path
 
 _CTYPES = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
            "stream": ctypes.c_void_p}
+# call_packed's 8-byte slot of each argument kind (aot.add_packed_entry reads them back)
+_SLOTS = {"ptr": "Q", "i32": "q", "i64": "q", "f32": "d"}
 _LOCK = threading.Lock()
 _LOADED: dict[tuple, "Binary"] = {}
 _MANIFEST: dict | None = None
@@ -40,6 +45,11 @@ class Binary:
         self._call = self.lib.call
         self._call.restype = ctypes.c_int
         self._call.argtypes = [_CTYPES[k] for k in self.arg_kinds]
+        self._packed = getattr(self.lib, "call_packed", None)
+        if self._packed is not None:
+            self._packed.restype = ctypes.c_int
+            self._packed.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+            self._slots = struct.Struct("<" + "".join(_SLOTS[k] for k in self.arg_kinds if k != "stream"))
         self.lib.init.restype = ctypes.c_int
         self.lib.get_last_error.restype = ctypes.c_char_p
         self._initialised_devices: set[int] = set()
@@ -60,7 +70,11 @@ class Binary:
     def __call__(self, *args, stream: int) -> None:
         if len(args) + 1 != len(self.arg_kinds):
             raise TypeError(f"{self.name}: expected {len(self.arg_kinds) - 1} arguments, got {len(args)}")
-        if self._call(*args, ctypes.c_void_p(stream)) != 0:
+        if self._packed is not None:
+            status = self._packed(self._slots.pack(*args), stream)
+        else:
+            status = self._call(*args, ctypes.c_void_p(stream))
+        if status != 0:
             raise RuntimeError(f"flashqla: launch of {self.name} failed: {self._error()}")
 
 
