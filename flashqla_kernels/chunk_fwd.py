@@ -34,8 +34,9 @@ d = 0 (kkt_solve's zero factor rows past each sequence) removes from the state a
 from O; they are never stored.
 
 Tile plan: one CTA per (sequence, value head of the launch's range, V block of `block_v`), block_v / 64 "state"
-warpgroups, one auxiliary warpgroup and, at block_v 128 (producer_wg), a producer warpgroup (threads =
-128 (block_v / 64 + 1), + 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128):
+warpgroups, one auxiliary warpgroup and (producer_wg, the default) a producer warpgroup (threads =
+128 (block_v / 64 + 1), + 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128,
+208 / 160 / 24 at block_v 64):
     state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
                 has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
@@ -47,11 +48,11 @@ warpgroups, one auxiliary warpgroup and, at block_v 128 (producer_wg), a produce
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (the row factor scale / ||q_r||
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
-                gamma_r scale / ||q_r||. At block_v 64 its first warp is also the producer, between two P's.
+                gamma_r scale / ||q_r||. Without producer_wg its first warp is also the producer, between two P's.
                 With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
                 the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
-                soon as the stage is released, nothing else (its own warpgroup's first warp at block_v 128).
+                soon as the stage is released, nothing else (its own warpgroup's first warp with producer_wg).
 The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
@@ -106,10 +107,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
     # the block_v 64 rows 1-2% slower.
-    # setmaxnreg (block_v 128 only): the two state warpgroups grow to `state_regs` (inc), the others shrink to
-    # `aux_regs` and `producer_regs` (dec). The pool is what the launch allocated (512 threads x 128 with the
-    # producer warpgroup, else 384 x 168), so 2 state_regs + aux_regs (+ producer_regs) <= 512 (504); asking for
-    # more makes setmaxnreg.inc wait forever. At block_v 64 (256 threads) every thread may hold 255 already.
+    # setmaxnreg (block_v 128, or any block_v with producer_wg): the state warpgroups grow to `state_regs` (inc), the
+    # others shrink to `aux_regs` and `producer_regs` (dec). The pool is what the launch allocated (LAUNCH_REGS a
+    # thread: 512 threads x 128, 384 x 168), so the warpgroups' sum is at most THREADS / 128 x LAUNCH_REGS; asking for
+    # more makes setmaxnreg.inc wait forever. At block_v 64 without producer_wg (256 threads) every thread may hold 255.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
     AUX_UNROLL = aux_unroll or (2 if block_v == 128 else 1)
@@ -131,22 +132,28 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
     # the same values (the fp32 accumulation order is unchanged). "split" at 192 / aux 120 measured the same speed
     # as "overlap" at 208 / 88 (results/2026-11-24-h200-s14/beta_on_vn_split_ab): the budget of a 4-warpgroup kernel.
-    # producer_wg (default at block_v 128, v14): the TMA producer is a warpgroup of its own (its first warp issues,
+    # producer_wg (default; v14 at block_v 128, session 19 at 64): the TMA producer is a warpgroup of its own (its first warp issues,
     # at setmaxnreg producer_regs), not the auxiliary warpgroup's first warp between two P's, so loads run as far
     # ahead as the stages allow and P's loop waits on nothing but its inputs and P's buffers. 512 threads launch
     # with 128 registers each: 2 state_regs + aux_regs + producer_regs <= 512 (FlashInfer's split: 2 x 192 + 104 +
     # 24), so the state warpgroups run sq_order "split" at 192 (defaults then: 192 / 104). Measured
     # (results/2026-11-24-h200-s14/producer_wg_ab): block_v 128 rows 1-3% less GPU time (graph replay), 2.5-5% less
-    # eager time. Without it (and at block_v 64): "overlap", state 208 / aux 88.
-    PRODUCER_WG = block_v == 128 if producer_wg is None else producer_wg
-    sq_order = sq_order or ("split" if PRODUCER_WG else "overlap")
-    state_regs = state_regs or (192 if PRODUCER_WG else 208)
-    aux_regs = aux_regs or (104 if PRODUCER_WG else 88)
+    # eager time. Without it: "overlap", state 208 / aux 88 (at block_v 64 no setmaxnreg: 256 threads, 234 registers).
+    # At block_v 64 (session 19): 384 threads launch with 168 registers each; the single state warpgroup grows to 208
+    # for sq_order "overlap", the auxiliary warpgroup shrinks to 160, the producer to producer_regs (ptxas: no spill
+    # in the four specs), so that P's loop, which paces the block_v 64 step, no longer waits for a stage's release
+    # before the next P. Measured (results/2026-11-25-h200-s19/v64_producer_ab, graph replay): block_v 64 rows 2-4%
+    # less GPU time (27B-TP1 1x32768 0.914 / 0.921 vs 0.938 / 0.936 ms), outputs bitwise equal.
+    PRODUCER_WG = True if producer_wg is None else producer_wg
+    FOUR_WG = PRODUCER_WG and block_v == 128
+    sq_order = sq_order or ("split" if FOUR_WG else "overlap")
+    state_regs = state_regs or (192 if FOUR_WG else 208)
+    aux_regs = aux_regs or (104 if FOUR_WG else (160 if PRODUCER_WG else 88))
     producer_wg = PRODUCER_WG
     # fused_inverse (default with producer_wg): the auxiliary warpgroup forms each chunk's gated inverse itself
     # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
-    fused_inverse = producer_wg if fused_inverse is None else fused_inverse
+    fused_inverse = FOUR_WG if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
@@ -155,12 +162,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     assert o_store in ("stmatrix", "scalar")
     PACK = "__pack_nv_bfloat162" if dtype == "bfloat16" else "__pack_half2"
     assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
-    assert not producer_wg or (block_v == 128 and 2 * state_regs + aux_regs + producer_regs <= 4 * 128)
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
     ST = 128 * NSW                      # state threads
     THREADS = ST + 128 + (128 if producer_wg else 0)
+    LAUNCH_REGS = 65536 // THREADS // 8 * 8  # registers a thread at launch (one CTA an SM): setmaxnreg's pool
+    assert not producer_wg or NSW * state_regs + aux_regs + producer_regs <= (NSW + 2) * LAUNCH_REGS
     assert NSW == 1 or producer_wg or 2 * state_regs + aux_regs <= 3 * 168
     PT = ST + 128  # first thread of the producer warpgroup (producer_wg)
     num_tokens = T.dynamic("num_tokens")
@@ -481,7 +489,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             if tx < ST:
                 # ------------------------------------------------------------- state warpgroups
-                if NSW > 1:
+                if NSW > 1 or producer_wg:
                     T.set_max_nreg(state_regs, 1)
                 if flags % 2 == 1:
                     for i, j in T.Parallel(BV, K):
