@@ -307,6 +307,7 @@ class ChunkPlan(NamedTuple):
     output_final_state: bool
     block_v: int
     head_split: int
+    eager: Optional[object] = None  # the bound launches (ops.ChunkForward) that the eager fast path calls
 
 
 def run_chunk_plan(plan: ChunkPlan, q, k, v, g, beta, initial_state, cu, scale: float):
@@ -362,7 +363,14 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     out = run_chunk_plan(plan, *_packed(problem, q, k, v, g, beta, initial_state), cu, _scale(problem, scale))
     if not torch.compiler.is_compiling():  # the next call with this signature skips straight to the launches
         from . import fast_path
+        from .ops import ChunkForward
 
+        if problem.N > 0 and problem.B * problem.T > 0:
+            plan = plan._replace(eager=ChunkForward(
+                T=problem.B * problem.T, H=problem.H, HV=problem.HV, K=problem.K, V=problem.V, N=problem.N,
+                dtype=v.dtype, device=q.device, use_l2norm=plan.use_l2norm, output_final_state=plan.output_final_state,
+                has_h0=initial_state is not None, block_v=block_v, head_split=plan.head_split, chunk_table=plan.table,
+                cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V)))
         fast_path.remember(fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state,
                                                use_qk_l2norm_in_kernel, cu_seqlens), cu_seqlens, plan)
     return out

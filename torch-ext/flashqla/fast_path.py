@@ -95,6 +95,9 @@ def run(sig, q, k, v, g, beta, scale, initial_state, cu_seqlens):
         return None
     from .dispatch import _scale, run_chunk_plan
 
+    if plan.eager is not None:  # the launches bound once (ops.ChunkForward): only allocations and launches here
+        o, ht = plan.eager(q, k, v, g, beta, initial_state, _scale(plan, scale))
+        return o, (ht if plan.output_final_state else None)
     BT = plan.B * plan.T
     return run_chunk_plan(plan, q.view(BT, plan.H, plan.K), k.view(BT, plan.H, plan.K), v.view(BT, plan.HV, plan.V),
                           g.view(BT, plan.HV), beta.view(BT, plan.HV), initial_state,

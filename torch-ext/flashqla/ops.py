@@ -83,10 +83,36 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 
 def _launch(binary: loader.Binary, device: torch.device, **named) -> None:
     """Launch with arguments given by the names of the generated `call` signature (see the manifest)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    index = _device_index(device)
     binary.ensure_init(index)
     args = [named[name].data_ptr() if is_ptr else named[name] for name, is_ptr in binary.arg_ptrs]
     binary(*args, stream=_raw_stream(index))
+
+
+class BoundLaunch:
+    """One binary with the arguments that stay fixed across calls bound once (sizes, flags, the chunk table's and
+    cu_seqlens' addresses), so a launch fills in only the per-call tensors and scalars: no name lookup of every
+    argument, no init check, on the eager path's ~70 us of host time a call. Only the addresses of bound tensors
+    are kept: their owner keeps them alive and unmoved (dispatch's plan holds the chunk table and its cu_seqlens
+    copy; a caller's own cu_seqlens is checked by identity and version before every fast-path call).
+    ``launch(stream, **per_call)`` takes tensors for pointer arguments."""
+
+    def __init__(self, binary: loader.Binary, device_index: int, **fixed):
+        binary.ensure_init(device_index)
+        self.binary = binary
+        self.template = [(fixed[n].data_ptr() if is_ptr else fixed[n]) if n in fixed else None
+                         for n, is_ptr in binary.arg_ptrs]
+        self.slots = [(i, n, is_ptr) for i, (n, is_ptr) in enumerate(binary.arg_ptrs) if n not in fixed]
+
+    def launch(self, stream: int, **per_call) -> None:
+        args = list(self.template)
+        for i, n, is_ptr in self.slots:
+            args[i] = per_call[n].data_ptr() if is_ptr else per_call[n]
+        self.binary(*args, stream=stream)
+
+
+def _device_index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 def _dense(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -164,6 +190,16 @@ def rows_len(num_tokens, num_seqs):
     return (num_tokens + 3) // 4 * 4 + CHUNK * num_seqs
 
 
+def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, HV: int, N: int,
+             chunk_table: torch.Tensor, device_index: int) -> BoundLaunch:
+    """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma"), per call:
+    k, beta, g, a (any valid pointer without solve) and rows."""
+    b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=KKT_MERGE if solve else "mma",
+                solve=solve)
+    return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
+                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
+
+
 @kernel_op
 def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
               use_l2norm: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -183,10 +219,9 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     if T == 0:
         return a, rows
     k = _aligned(k)
-    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge=KKT_MERGE, solve=True)
-    _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=a, rows=rows,
-            gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, rows_len=rows.shape[2],
-            num_slots=chunk_table.shape[0])
+    index = _device_index(k.device)
+    bind_kkt(k.dtype, use_l2norm, True, T, H, num_v_heads, N, chunk_table, index).launch(
+        _raw_stream(index), k=k, beta=beta, g=g, a=a, rows=rows)
     return a, rows
 
 
@@ -201,11 +236,10 @@ def kkt_rows(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: 
     if T == 0:
         return rows
     k = _aligned(k)
-    b = _binary("kkt_solve", dtype=_DTYPE_NAME[k.dtype], use_l2norm=use_l2norm, merge="mma", solve=False)
+    index = _device_index(k.device)
     # the rows-only pass never touches `a`: any valid pointer stands in
-    _launch(b, k.device, k=k, beta=beta, g=g, chunk_table=chunk_table, a=rows, rows=rows,
-            gva=num_v_heads // H, num_tokens=T, num_k_heads=H, num_v_heads=num_v_heads, rows_len=rows.shape[2],
-            num_slots=chunk_table.shape[0])
+    bind_kkt(k.dtype, use_l2norm, False, T, H, num_v_heads, N, chunk_table, index).launch(
+        _raw_stream(index), k=k, beta=beta, g=g, a=rows, rows=rows)
     return rows
 
 
@@ -224,6 +258,53 @@ def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
+class ChunkForward:
+    """The launches of one chunked forward (kkt_solve or its rows-only pass, then chunk_fwd, one launch or the two
+    of a head split) for fixed sizes, settings and sequences, bound once; a call allocates the outputs (o shaped
+    ``o_shape``) and the intermediates and launches. The custom op builds one per call; the eager fast path keeps
+    the one of a served signature (fast_path.py), so that a repeated call costs its allocations and launches only.
+    Needs T > 0 and N > 0; tensors contiguous and 16-byte aligned (the callers see to it)."""
+
+    def __init__(self, *, T: int, H: int, HV: int, K: int, V: int, N: int, dtype: torch.dtype, device: torch.device,
+                 use_l2norm: bool,
+                 output_final_state: bool, has_h0: bool, block_v: int, head_split: int, chunk_table: torch.Tensor,
+                 cu_seqlens: torch.Tensor, o_shape: tuple):
+        self.index = _device_index(device)
+        self.device = device
+        self.fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
+        if head_split and (self.fused or block_v != 128 or not 0 < head_split < HV):
+            raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
+                             f"kkt_solve; got {head_split} (block_v {block_v}, fused inverse {self.fused})")
+        self.dtype, self.o_shape, self.output_final_state = dtype, o_shape, output_final_state
+        self.ht_shape = (N, HV, K, V) if output_final_state else (0,)
+        self.a_shape = (T, HV, CHUNK)
+        self.rows_shape = (FACTOR_ROWS, HV, rows_len(T, N))
+        self.kkt = bind_kkt(dtype, use_l2norm, not self.fused, T, H, HV, N, chunk_table, self.index)
+        flags = (1 if has_h0 else 0) | (2 if output_final_state else 0)
+        parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
+            ((block_v, 0, HV),)
+        self.parts = [BoundLaunch(_binary("chunk_fwd", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, block_v=bv,
+                                          fused_inverse=self.fused), self.index,
+                                  cu_seqlens=cu_seqlens, flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T,
+                                  num_k_heads=H, num_v_heads=HV, rows_len=rows_len(T, N), num_seqs_p1=N + 1)
+                      for bv, hv_base, heads in parts]
+
+    def __call__(self, q, k, v, g, beta, initial_state, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+        dev = self.device
+        o = _empty(*self.o_shape, dtype=self.dtype, device=dev)
+        ht = _empty(*self.ht_shape, dtype=torch.float32, device=dev)
+        rows = _empty(*self.rows_shape, dtype=torch.float32, device=dev)
+        a = rows if self.fused else _empty(*self.a_shape, dtype=self.dtype, device=dev)  # fused: never touched
+        stream = _raw_stream(self.index)
+        self.kkt.launch(stream, k=k, beta=beta, g=g, a=a, rows=rows)
+        # absent states are passed as a valid pointer that the kernel never touches (flags say so)
+        h0 = initial_state if initial_state is not None else o
+        ht_arg = ht if self.output_final_state else o
+        for part in self.parts:
+            part.launch(stream, q=q, k=k, v=v, rows=rows, a=a, h0=h0, ht=ht_arg, o=o, scale=scale)
+        return o, ht
+
+
 @kernel_op
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_table: torch.Tensor,
@@ -240,35 +321,17 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     T, H = q.shape[0], q.shape[1]
     HV = v.shape[1]
     N = cu_seqlens.numel() - 1
-    o, ht = _state_outputs(q, v, N, output_final_state, _empty)
-    if N == 0:
-        return o, ht
-    if T == 0:  # every sequence is empty: no tokens to launch over (TMA maps cannot have a zero extent)
-        if output_final_state:
-            ht.copy_(initial_state) if initial_state is not None else ht.zero_()
+    if N == 0 or T == 0:
+        o, ht = _state_outputs(q, v, N, output_final_state, _empty)
+        if N and output_final_state:  # every sequence is empty: no tokens to launch over (TMA maps cannot have
+            ht.copy_(initial_state) if initial_state is not None else ht.zero_()  # a zero extent)
         return o, ht
     q, k, v, initial_state = _aligned(q), _aligned(k), _aligned(v), _aligned(initial_state)
-    fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
-    if head_split and (fused or block_v != 128 or not 0 < head_split < HV):
-        raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
-                         f"kkt_solve; got {head_split} (block_v {block_v}, fused inverse {fused})")
-    if fused:  # chunk_fwd forms A~ itself and never touches `a`: any valid pointer stands in
-        rows = kkt_rows(k, beta, g, chunk_table, HV, use_l2norm)
-        a = rows
-    else:
-        a, rows = kkt_solve(k, beta, g, chunk_table, HV, use_l2norm)
-    # absent states are passed as a valid pointer that the kernel never touches (flags say so)
-    h0 = initial_state if initial_state is not None else o
-    ht_arg = ht if output_final_state else o
-    flags = (1 if initial_state is not None else 0) | (2 if output_final_state else 0)
-    parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
-        ((block_v, 0, HV),)
-    for bv, hv_base, heads in parts:
-        b = _binary("chunk_fwd", dtype=_DTYPE_NAME[v.dtype], use_l2norm=use_l2norm, block_v=bv, fused_inverse=fused)
-        _launch(b, v.device, q=q, k=k, v=v, rows=rows, a=a, h0=h0, ht=ht_arg, cu_seqlens=cu_seqlens, o=o,
-                scale=float(scale), flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T, num_k_heads=H,
-                num_v_heads=HV, rows_len=rows.shape[2], num_seqs_p1=cu_seqlens.numel())
-    return o, ht
+    forward = ChunkForward(T=T, H=H, HV=HV, K=q.shape[2], V=v.shape[2], N=N, dtype=v.dtype, device=v.device,
+                           use_l2norm=use_l2norm, output_final_state=output_final_state,
+                           has_h0=initial_state is not None, block_v=block_v, head_split=head_split,
+                           chunk_table=chunk_table, cu_seqlens=cu_seqlens, o_shape=(T, HV, v.shape[2]))
+    return forward(q, k, v, g, beta, initial_state, float(scale))
 
 
 @chunk_fwd.register_fake
