@@ -271,3 +271,16 @@ def test_cu_seqlens_cache_releases_a_tensor_it_did_not_convert():
     del cu, first, again
     gc.collect()
     assert alive() is None
+
+
+@pytest.mark.parametrize("head_split, block_v", [(8, 128), (-1, 128), (3, 64)])
+def test_bad_head_split_is_refused_before_any_launch(head_split, block_v):
+    """ops.ChunkForward (the op's and the eager fast path's launches) names head_split when it cannot be served:
+    past the value heads, negative, or with a V block other than 128."""
+    from flashqla import ops
+
+    cu = torch.tensor([0, 64], dtype=torch.int32)
+    with pytest.raises(ValueError, match="head_split"):
+        ops.ChunkForward(T=64, H=2, HV=8, K=128, V=128, N=1, dtype=torch.bfloat16, device=torch.device("cpu"),
+                         use_l2norm=False, output_final_state=False, has_h0=False, block_v=block_v,
+                         head_split=head_split, chunk_table=cu, cu_seqlens=cu, o_shape=(64, 8, 128))

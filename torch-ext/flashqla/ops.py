@@ -269,12 +269,12 @@ class ChunkForward:
                  use_l2norm: bool,
                  output_final_state: bool, has_h0: bool, block_v: int, head_split: int, chunk_table: torch.Tensor,
                  cu_seqlens: torch.Tensor, o_shape: tuple):
-        self.index = _device_index(device)
-        self.device = device
         self.fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
         if head_split and (self.fused or block_v != 128 or not 0 < head_split < HV):
             raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
                              f"kkt_solve; got {head_split} (block_v {block_v}, fused inverse {self.fused})")
+        self.index = _device_index(device)
+        self.device = device
         self.dtype, self.o_shape, self.output_final_state = dtype, o_shape, output_final_state
         self.ht_shape = (N, HV, K, V) if output_final_state else (0,)
         self.a_shape = (T, HV, CHUNK)
