@@ -1,6 +1,6 @@
 """Lower a TileLang prim_func ahead of time to a C-ABI shared library for sm_90a.
 
-The library exports three symbols and nothing else (a linker version script hides the rest):
+The library exports four symbols and nothing else (a linker version script hides the rest):
 
     const char* get_last_error();
     int init();                                   // sets the dynamic shared-memory limit
@@ -8,9 +8,9 @@ The library exports three symbols and nothing else (a linker version script hide
     int call_packed(const unsigned char* args, cudaStream_t stream);   // the same, arguments in 8-byte slots
 
 The CUDA runtime is linked statically and the driver is reached through cudaGetDriverEntryPoint
-(looked up once per process, see `cache_driver_entry_points`), so the binary needs only the NVIDIA driver at
-run time: no TileLang, no compiler, no torch C++ ABI. The argument list of `call` is recorded in the manifest so the runtime
-can build a ctypes signature.
+(looked up once per process, see `cache_driver_entry_points`), so the binary needs only the NVIDIA driver
+at run time: no TileLang, no compiler, no torch C++ ABI. The argument list of `call` is recorded in the
+manifest so the runtime can build a ctypes signature (and `call_packed`'s slot layout).
 """
 
 from __future__ import annotations
@@ -143,8 +143,10 @@ def cache_driver_entry_points(source: str) -> str:
 # `call_packed`: `call` with its arguments in consecutive 8-byte slots (pointers and integers as 64-bit
 # integers, floats as doubles), so that the runtime passes two ctypes arguments instead of one per kernel
 # argument (ctypes converts each declared argument on every call: ~4 us a launch for chunk_fwd's 19).
-_SLOT_READ = {"ptr": "({ctype})(uintptr_t)flashqla_slot_u64(args, {i})", "i32": "(int)(int64_t)flashqla_slot_u64(args, {i})",
-              "i64": "(int64_t)flashqla_slot_u64(args, {i})", "f32": "(float)flashqla_slot_f64(args, {i})"}
+_SLOT_READ = {"ptr": "({ctype})(uintptr_t)flashqla_slot_u64(args, {i})",
+              "i32": "(int)(int64_t)flashqla_slot_u64(args, {i})",
+              "i64": "(int64_t)flashqla_slot_u64(args, {i})",
+              "f32": "(float)flashqla_slot_f64(args, {i})"}
 
 
 def add_packed_entry(source: str) -> str:

@@ -266,9 +266,8 @@ class ChunkForward:
     Needs T > 0 and N > 0; tensors contiguous and 16-byte aligned (the callers see to it)."""
 
     def __init__(self, *, T: int, H: int, HV: int, K: int, V: int, N: int, dtype: torch.dtype, device: torch.device,
-                 use_l2norm: bool,
-                 output_final_state: bool, has_h0: bool, block_v: int, head_split: int, chunk_table: torch.Tensor,
-                 cu_seqlens: torch.Tensor, o_shape: tuple):
+                 use_l2norm: bool, output_final_state: bool, has_h0: bool, block_v: int, head_split: int,
+                 chunk_table: torch.Tensor, cu_seqlens: torch.Tensor, o_shape: tuple):
         self.fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
         if head_split and (self.fused or block_v != 128 or not 0 < head_split < HV):
             raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
