@@ -32,6 +32,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--rows", default=None, help="head/seqs,... (default: the whole grid)")
+    ap.add_argument("--block-vs", default="64,128", help="V blocks to time by graph replay (comma-separated)")
     args = ap.parse_args()
     import flashqla
     from flashqla import dispatch
@@ -50,14 +51,16 @@ def main():
         def run():
             return flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
 
-        for bv in (64, 128):
+        block_vs = [int(b) for b in args.block_vs.split(",")]
+        for bv in block_vs:
             os.environ["FLASHQLA_BLOCK_V"] = str(bv)
             row[f"graph_ms_{bv}"] = graph_ms(run)
         os.environ.pop("FLASHQLA_BLOCK_V")
         row["eager_ms_auto"] = triton.testing.do_bench(run, warmup=25, rep=100, return_mode="median")
         out["rows"].append(row)
-        print(f"{head:9s} {seqs:12s} pairs {pairs:4d} auto {row['auto']:3d}  graph 64 {row['graph_ms_64']:.4f}"
-              f"  128 {row['graph_ms_128']:.4f}  eager(auto) {row['eager_ms_auto']:.4f}", flush=True)
+        graphs = "".join(f"  graph {bv} {row[f'graph_ms_{bv}']:.4f}" for bv in block_vs)
+        print(f"{head:9s} {seqs:12s} pairs {pairs:4d} auto {row['auto']:3d}{graphs}  eager(auto) {row['eager_ms_auto']:.4f}",
+              flush=True)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
 

@@ -284,3 +284,62 @@ def test_bad_head_split_is_refused_before_any_launch(head_split, block_v):
         ops.ChunkForward(T=64, H=2, HV=8, K=128, V=128, N=1, dtype=torch.bfloat16, device=torch.device("cpu"),
                          use_l2norm=False, output_final_state=False, has_h0=False, block_v=block_v,
                          head_split=head_split, chunk_table=cu, cu_seqlens=cu, o_shape=(64, 8, 128))
+
+
+@pytest.mark.parametrize("period", [2, 3, 4, 5])
+def test_split_chunk_table_partitions_the_chunks(period):
+    """ops.split_chunk_table (shared_inverse): the full pass's part holds exactly the chunks with c % p != p - 1 (c:
+    the chunk's index within its sequence), the rows-only part the others, each in slot order with chunk_table_for's
+    rows, zero-padded to split_table_slots, which bound the counts for any lengths (ragged, empty sequences, many
+    sequences one chunk short of a period, fixed length)."""
+    gen = torch.Generator().manual_seed(period)
+    cases = [[0, 50, 64, 1, 0, 777, 63, 1000, 129],
+             [64 * (period - 1)] * 9 + [1],
+             [8192] * 4,
+             torch.randint(0, 700, (23,), generator=gen).tolist()]
+    for lens in cases:
+        cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32)
+        T, N = int(cu[-1]), len(lens)
+        off = ops.chunk_offsets_for(cu)
+        full = ops.chunk_table_for(cu, off, T)
+        split = ops.split_chunk_table(cu, off, T, period)
+        n_solve, n_rows = ops.split_table_slots(T, N, period)
+        assert split.dtype == torch.int32 and split.shape == (n_solve + n_rows, 3) and n_solve % 4 == 0
+        want_solve, want_rows = [], []
+        for n, length in enumerate(lens):
+            for c in range(-(-length // 64)):
+                row = full[int(off[n]) + c].tolist()
+                (want_rows if c % period == period - 1 else want_solve).append(row)
+        assert split[:len(want_solve)].tolist() == want_solve
+        assert not split[len(want_solve):n_solve].any()
+        assert split[n_solve:n_solve + len(want_rows)].tolist() == want_rows
+        assert not split[n_solve + len(want_rows):].any()
+
+
+def test_inverse_period_rule(monkeypatch):
+    """The shared inverse runs only at block_v 128, without a head split or the fused inverse, at a period >= 2."""
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    monkeypatch.setattr(ops, "INVERSE_PERIOD", 3)
+    assert dispatch.choose_inverse_period(128, 0) == 3
+    assert dispatch.choose_inverse_period(64, 0) == 0
+    assert dispatch.choose_inverse_period(128, 33) == 0
+    monkeypatch.setattr(ops, "INVERSE_PERIOD", 1)
+    assert dispatch.choose_inverse_period(128, 0) == 0
+    monkeypatch.setattr(ops, "INVERSE_PERIOD", 3)
+    monkeypatch.setattr(ops, "FUSED_INVERSE", True)
+    assert dispatch.choose_inverse_period(128, 0) == 0
+
+
+@pytest.mark.parametrize("period, block_v, head_split, slots", [(1, 128, 0, None), (3, 64, 0, None),
+                                                                  (3, 128, 5, None), (3, 128, 0, 9)])
+def test_bad_inverse_period_is_refused_before_any_launch(monkeypatch, period, block_v, head_split, slots):
+    """ops.ChunkForward names inverse_period (below 2, at a V block without the shared variant, with a head split)
+    or chunk_table (not split for that period) before it touches the device."""
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    cu = torch.tensor([0, 640], dtype=torch.int32)
+    table = torch.zeros(slots or sum(ops.split_table_slots(640, 1, period)), 3, dtype=torch.int32)
+    with pytest.raises(ValueError, match="chunk_table" if slots else "inverse_period"):
+        ops.ChunkForward(T=640, H=2, HV=8, K=128, V=128, N=1, dtype=torch.bfloat16, device=torch.device("cpu"),
+                         use_l2norm=False, output_final_state=False, has_h0=False, block_v=block_v,
+                         head_split=head_split, chunk_table=table, cu_seqlens=cu, o_shape=(640, 8, 128),
+                         inverse_period=period)
