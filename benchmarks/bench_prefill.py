@@ -77,24 +77,6 @@ def time_kkt_solve(inp, rep):
     q, k, beta, g = inp["q"][0], inp["k"][0], inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
     cu, off = dispatch.packed_seqlens(inp["cu_seqlens"], 1, q.shape[0], q.device)
     HV = beta.shape[1]
-    if hasattr(dispatch, "choose_inverse_period"):  # the launches the forward makes before chunk_fwd, as it binds them
-        T, N, H = q.shape[0], cu.numel() - 1, q.shape[1]
-        sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-        block_v = dispatch.choose_block_v(N * HV, sms)
-        head_split = dispatch.choose_head_split(N, HV, sms, block_v)
-        period = dispatch.choose_inverse_period(block_v, head_split)
-        fwd = ops.ChunkForward(T=T, H=H, HV=HV, K=q.shape[2], V=inp["v"].shape[-1], N=N, dtype=k.dtype,
-                               device=k.device, use_l2norm=False, output_final_state=True, has_h0=True, block_v=block_v,
-                               head_split=head_split, chunk_table=dispatch.kkt_chunk_table(cu, off, T, period),
-                               cu_seqlens=cu, o_shape=(T, HV, inp["v"].shape[-1]), inverse_period=period)
-        stream = torch.cuda.current_stream().cuda_stream
-
-        def first_launches():
-            rows = torch.empty(fwd.rows_shape, dtype=torch.float32, device=k.device)
-            a = rows if fwd.fused else torch.empty(fwd.a_shape, dtype=k.dtype, device=k.device)
-            for kkt in fwd.kkt:
-                kkt.launch(stream, k=k, beta=beta, g=g, a=a, rows=rows)
-        return triton.testing.do_bench(first_launches, warmup=25, rep=rep, return_mode="median")
     if "chunk_table" in inspect.signature(kkt_solve).parameters:
         args = (dispatch.kkt_chunk_table(cu, off, q.shape[0]),)
     else:  # a package from before the chunk table (an A/B baseline): chunk slots found by search

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runtime settings of one build compared in one call. VARIANTS="name=VAR=value[,VAR=value] ..." (name= alone: the
-# defaults), e.g. VARIANTS="p0= p3=FLASHQLA_INVERSE_PERIOD=3".
+# defaults), e.g. VARIANTS="split= fused=FLASHQLA_FUSED_INVERSE=1".
 # Steps: poisoned kernel tests; output hashes of every variant at block_v 128 and at the default block_v
 # (benchmarks/bitwise_ab.py); GPU time by CUDA graph replay (benchmarks/blockv_graph.py --block-vs BLOCK_VS) of ROWS
 # for every variant in order, twice (names of the second pass end in 2); then one eager pass of every variant with

@@ -16,9 +16,6 @@ Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
     hv_base, launch_heads  int32: the launch covers value heads [hv_base, hv_base + launch_heads) (all HV, or one
                              part of a head split: torch-ext/flashqla/dispatch.py choose_head_split)
-    inverse_period         int32, read by the shared_inverse variant only (>= 2): the auxiliary warpgroup forms the
-                             inverse of every chunk c with c % inverse_period == inverse_period - 1 itself, and `a`
-                             holds (and the producer loads) the other chunks' only
 Outputs:
     o          [T, HV, V]    q's dtype
     ht         [N(+1), HV, K, V] fp32 final states (written only when flags & 2)
@@ -54,8 +51,6 @@ warpgroups, one auxiliary warpgroup and (producer_wg, the default) a producer wa
                 gamma_r scale / ||q_r||. Without producer_wg its first warp is also the producer, between two P's.
                 With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
                 the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
-                With shared_inverse (block_v 128) it does so for every inverse_period-th chunk only, into that
-                chunk's stage (kkt_solve forms the others).
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
                 soon as the stage is released, nothing else (its own warpgroup's first warp with producer_wg).
 The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
@@ -104,7 +99,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
                       producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
-                      o_store: str = "stmatrix", shared_inverse: bool = False):
+                      o_store: str = "stmatrix"):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
     # producer_sets_ab; the producer no longer prefetches).
@@ -160,17 +155,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
     fused_inverse = FOUR_WG if fused_inverse is None else fused_inverse
     assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
-    # shared_inverse (block_v 128 with the producer warpgroup): the inverse of every chunk c with
-    # c % inverse_period == inverse_period - 1 (a run-time argument, >= 2) is formed by the auxiliary warpgroup
-    # (`form_inverse`, before that chunk's P) straight into the chunk's stage (a_s[c % NS]), whose `a` the producer
-    # then does not load; kkt_solve forms the other chunks' inverses (its full pass runs over their slots only, its
-    # rows-only pass over these: ops.ChunkForward). The auxiliary warpgroup has slack at block_v 128 (P alone takes
-    # well under the state's step), so a fraction of kkt_solve's SM time moves into it; the state warpgroups wait on
-    # a_ready for those chunks only. Chunk 0 is never one of them (period >= 2), so a partial chunk's `a` box, which
-    # reads into the next sequences' first chunks, only ever reads rows that kkt_solve wrote.
-    assert not (shared_inverse and fused_inverse), "shared_inverse and fused_inverse exclude each other"
-    assert not shared_inverse or FOUR_WG, "shared_inverse needs block_v 128 with the producer warpgroup"
-    OWN_INVERSE = fused_inverse or shared_inverse  # the auxiliary warpgroup holds the inverse's tile and registers
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
     # "stmatrix" (stmatrix.trans: four 8 x 8 bf16 matrices an instruction, the pairs packed by one conversion each)
@@ -196,22 +180,17 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     full_row = T.GemmWarpPolicy.FullRow
 
     @T.macro
-    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c,
-                   inverse_period):
+    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c):
         """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released, all by TMA:
-        q, k, v, a (not for the chunks whose inverse the auxiliary warpgroup forms: fused_inverse, or
-        shared_inverse's every `inverse_period`-th) and the chunk's five factor rows (kkt_solve forms them; rows past a
-        sequence's end are zeros, so d = 0 there)."""
+        q, k, v, a and the chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are
+        zeros, so d = 0 there)."""
         st = c % NS
         t0 = seq_start + c * C
         T.barrier_wait(empty[st], (c // NS + 1) % 2)
         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
-        if shared_inverse:
-            if c % inverse_period != inverse_period - 1:
-                T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
-        elif not fused_inverse:
+        if not fused_inverse:
             T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
         T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
         T.barrier_arrive(full[st])
@@ -284,12 +263,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
-                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta, inverse_period):
-        """Auxiliary warpgroup (fused_inverse, shared_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma
-        with L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2] (fused_inverse:
-        a double buffer, free once the state warpgroups release chunk c - 2 on p_used) or a_s[c % NS] (shared_inverse:
-        the chunk's own stage, whose `a` the producer left out; the j-th such chunk (j = c // inverse_period) completes
-        a_ready[j % 2]), as kkt_solve
+                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
+        """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
+        L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
         forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
         K K^T by one wgmma, L to the fp32 tile lx_s (blocks on or below the diagonal), the diagonal blocks'
         inverses written over L's diagonal blocks, the row stripes' blocks (chunk_inverse.py) over L's blocks
@@ -327,18 +303,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
         store_row_stripe(lx_s, xo, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
-        if shared_inverse:  # the stage is this chunk's (full[st] completed): a_s[st] is free
-            gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, st, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH,
-                      dtype)
-            T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
-            T.barrier_arrive(a_ready[(c // inverse_period) % 2])
-        else:
-            T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
-            # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
-            gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH,
-                      dtype)
-            T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
-            T.barrier_arrive(a_ready[pb])
+        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
+        # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
+        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
+        T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
+        T.barrier_arrive(a_ready[pb])
 
     @T.macro
     def p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
@@ -355,7 +324,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     if loads:
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
                             load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
-                                       hv, v0, c + NS - 1, 0)
+                                       hv, v0, c + NS - 1)
 
     @T.macro
     def state_times(st_b, st_h0, st_h1, x_s, st, acc_f):
@@ -427,7 +396,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         flags: T.int32,
         hv_base: T.int32,
         launch_heads: T.int32,
-        inverse_period: T.int32,
     ):
         # value heads [hv_base, hv_base + launch_heads) (all of them, or one part of a head split, see dispatch.py)
         with T.Kernel(NVB * launch_heads, num_seqs_p1 - 1, threads=THREADS) as (bhv, n):
@@ -459,7 +427,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
             rq_s = T.alloc_shared((C,), acc)         # scale / ||q_r|| (or scale)
             o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory (TMA store)
-            if OWN_INVERSE:
+            if fused_inverse:
                 # L, then the inverse in place (fp32, rows padded to 72 floats: the mma fragments' loads and
                 # stores of a half-warp land on distinct banks)
                 lx_s = T.alloc_shared((C, C + 8), acc)
@@ -516,10 +484,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
             if fused_inverse:
                 a_ready = T.alloc_barrier(arrive_count=[128, 128])
-            elif shared_inverse:
-                # two, alternating: with period 2 the auxiliary warpgroup may finish chunk c + 2's inverse before
-                # the state warpgroups wait for chunk c's (its P of chunk c + 1 needs only chunk c - 1 released)
-                a_ready = T.alloc_barrier(arrive_count=[128, 128])
 
             tx = T.get_thread_binding()
 
@@ -565,9 +529,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         T.barrier_wait(a_ready[pb], (c // 2) % 2)
                         T.wgmma_gemm(w_b, a_s[pb, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     else:
-                        if shared_inverse:
-                            if c % inverse_period == inverse_period - 1:  # formed by the auxiliary warpgroup
-                                T.barrier_wait(a_ready[(c // inverse_period) % 2], (c // inverse_period // 2) % 2)
                         T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
                     # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
                     # index to int64, a 64-bit c % 3 on the state's path every chunk)
@@ -608,18 +569,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 if c < n_chunks:
                                     form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
                                                  ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
-                                                 seq_start, seq_end, c, tx - ST, 0)
-                                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                           empty, p_ready, p_used, seq_start, seq_end, scale, c)
-                    elif shared_inverse:
-                        for c2 in T.serial(T.ceildiv(n_chunks, 2)):
-                            for par in T.unroll(2):  # c % 2, P's buffer, is a constant in each copy
-                                c = 2 * c2 + par
-                                if c < n_chunks:
-                                    if c % inverse_period == inverse_period - 1:
-                                        form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f,
-                                                     b_f, ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
-                                                     seq_start, seq_end, c, tx - ST, inverse_period)
+                                                 seq_start, seq_end, c, tx - ST)
                                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                            empty, p_ready, p_used, seq_start, seq_end, scale, c)
                     else:
@@ -634,7 +584,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     for c in T.serial(n_chunks):
                         if tx < PT + 32:
                             load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
-                                       hv, v0, c, inverse_period)
+                                       hv, v0, c)
             else:
                 # ------------------------------------------------------------- auxiliary warpgroup
                 if NSW > 1:
@@ -644,8 +594,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 # the producer (first warp) loads chunk c into stage c % NS, NS - 1 chunks ahead of P's chunk
                 for c0 in T.unroll(NS - 1):
                     if tx < ST + 32 and c0 < n_chunks:
-                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c0,
-                                   0)
+                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c0)
                 if AUX_UNROLL == 2:
                     p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
                                     pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
@@ -656,6 +605,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                p_ready, p_used, seq_start, seq_end, scale, c)
                         if tx < ST + 32 and c + NS - 1 < n_chunks:
                             load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
-                                       hv, v0, c + NS - 1, 0)
+                                       hv, v0, c + NS - 1)
 
     return chunk_fwd

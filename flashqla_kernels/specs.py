@@ -41,8 +41,6 @@ def make_spec(kernel: str, **params) -> Spec:
 
 
 FUSED_INVERSE_BLOCK_VS = (128,)  # chunk_fwd can form the chunk inverse itself at these V blocks (kkt_solve: rows only)
-# chunk_fwd can form every inverse_period-th chunk's inverse itself at these V blocks (kkt_solve: the others)
-SHARED_INVERSE_BLOCK_VS = (128,)
 
 
 def kkt_solve_specs() -> list[Spec]:
@@ -56,15 +54,12 @@ def kkt_solve_specs() -> list[Spec]:
 
 
 def chunk_fwd_specs() -> list[Spec]:
-    """Every V block with A~ from kkt_solve, at FUSED_INVERSE_BLOCK_VS also the variant that forms it itself, and at
-    SHARED_INVERSE_BLOCK_VS the one that forms every inverse_period-th chunk's (the runtime picks by
-    FLASHQLA_FUSED_INVERSE and FLASHQLA_INVERSE_PERIOD, see ops.py)."""
-    own = [(False, False)]
+    """Every V block with A~ from kkt_solve, and at FUSED_INVERSE_BLOCK_VS also the variant that forms it itself
+    (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py)."""
     return [
-        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=fused, shared_inverse=shared)
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=fused)
         for d in DTYPES for l2 in (False, True) for bv in (128, 64)
-        for fused, shared in own + ([(True, False)] if bv in FUSED_INVERSE_BLOCK_VS else [])
-        + ([(False, True)] if bv in SHARED_INVERSE_BLOCK_VS else [])
+        for fused in ((True, False) if bv in FUSED_INVERSE_BLOCK_VS else (False,))
     ]
 
 

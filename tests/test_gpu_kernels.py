@@ -214,54 +214,6 @@ def test_fused_inverse_equals_kkt_solve_bitwise(monkeypatch, l2norm):
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
-@pytest.mark.parametrize("period, l2norm, dtype", [(2, False, torch.bfloat16), (3, False, torch.bfloat16),
-                                                   (3, True, torch.float16), (5, True, torch.bfloat16)])
-def test_shared_inverse_equals_kkt_solve_bitwise(monkeypatch, period, l2norm, dtype):
-    """shared_inverse: chunk_fwd's auxiliary warpgroup forms every period-th chunk's inverse (kkt_solve's operations
-    in its order) and kkt_solve the others, so the outputs equal those with every inverse from kkt_solve bit for bit,
-    and float64's within TOL. Ragged lengths with partial chunks in both roles, an empty sequence, a one-token one,
-    GVA 2, strong decay; outputs poisoned, and kkt_solve's unwritten `a` rows too (a load of one would show)."""
-    from flashqla import ops
-
-    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
-    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
-    inp = make_inputs([300, 0, 64, 1, 777, 63, 1000, 130], H=2, HV=4, dtype=dtype, l2norm_in_kernel=l2norm,
-                      seed=37 + period)
-    outs = []
-    for p in (period, 0):
-        monkeypatch.setattr(ops, "INVERSE_PERIOD", p)
-        outs.append(flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm))
-    assert outs[0][0].isfinite().all() and outs[0][1].isfinite().all()
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
-    o_ref, ht_ref = oracle(inp, l2norm)
-    assert rel_l2(outs[0][0], o_ref) < TOL and rel_l2(outs[0][1], ht_ref) < TOL
-
-
-def test_shared_inverse_cuda_graph_and_repeat(monkeypatch):
-    """The shared inverse's forward (two kkt_solve launches on a split table, then chunk_fwd) captures in a CUDA
-    graph and repeats bitwise (the state warpgroups' waits on a_ready alternate over two barriers)."""
-    from flashqla import ops
-
-    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
-    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
-    monkeypatch.setattr(ops, "INVERSE_PERIOD", 2)
-    inp = make_inputs([3000, 0, 129], H=2, HV=4, seed=43)
-    eager = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True) for _ in range(3)]
-    for o, ht in eager[1:]:
-        assert torch.equal(o, eager[0][0]) and torch.equal(ht, eager[0][1])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(o, eager[0][0]) and torch.equal(ht, eager[0][1])
-
-
 def test_head_split_equals_whole_launches(monkeypatch):
     """A head split (dispatch.choose_head_split: heads [0, s) at V block 128, the others by a second launch at 64)
     gives on each part's heads bitwise the outputs of a whole launch at that V block, and float64's within TOL

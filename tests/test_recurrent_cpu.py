@@ -125,20 +125,3 @@ def test_fused_inverse_block_vs_agree_between_runtime_and_kernels():
     rows_only = {(s.kwargs()["dtype"], s.kwargs()["use_l2norm"]) for s in specs.kkt_solve_specs()
                  if not s.kwargs()["solve"]}
     assert {(kw["dtype"], kw["use_l2norm"]) for kw in fwd if kw["fused_inverse"]} <= rows_only
-
-
-def test_shared_inverse_block_vs_agree_between_runtime_and_kernels():
-    """At the V blocks of SHARED_INVERSE_BLOCK_VS chunk_fwd can form every inverse_period-th chunk's inverse, and the
-    runtime then runs kkt_solve's full pass and its rows-only pass on the two parts of a split table: the runtime's
-    constant must match the kernels' table, every dtype / norm at those V blocks must have the variant, and each
-    needs the rows-only kkt_solve beside it."""
-    from flashqla_kernels import specs
-
-    assert tuple(ops.SHARED_INVERSE_BLOCK_VS) == tuple(specs.SHARED_INVERSE_BLOCK_VS)
-    fwd = [s.kwargs() for s in specs.chunk_fwd_specs()]
-    shared = {(kw["dtype"], kw["use_l2norm"], kw["block_v"]) for kw in fwd if kw["shared_inverse"]}
-    assert shared == {(d, l2, bv) for d in specs.DTYPES for l2 in (False, True) for bv in specs.SHARED_INVERSE_BLOCK_VS}
-    assert not any(kw["shared_inverse"] and kw["fused_inverse"] for kw in fwd)
-    rows_only = {(s.kwargs()["dtype"], s.kwargs()["use_l2norm"]) for s in specs.kkt_solve_specs()
-                 if not s.kwargs()["solve"]}
-    assert {(d, l2) for d, l2, _ in shared} <= rows_only

@@ -211,21 +211,16 @@ def packed_seqlens(cu_seqlens: torch.Tensor | None, B: int, T: int, device) -> t
 _TABLE_CACHE: dict[int, tuple] = {}
 
 
-def kkt_chunk_table(cu: torch.Tensor, off: torch.Tensor, T: int, inverse_period: int = 0) -> torch.Tensor:
-    """kkt_solve's (first token, sequence end, factor row) per chunk slot (:func:`ops.chunk_table_for`, or with an
-    inverse period :func:`ops.split_chunk_table`), cached per ``off`` tensor (which :func:`packed_seqlens` caches per
-    cu_seqlens), so an eager call computes it once per cu_seqlens; under torch.compile it is traced into the graph
-    like ``off`` itself."""
-    from .ops import chunk_table_for, split_chunk_table
-
-    def make():
-        return split_chunk_table(cu, off, T, inverse_period) if inverse_period else chunk_table_for(cu, off, T)
+def kkt_chunk_table(cu: torch.Tensor, off: torch.Tensor, T: int) -> torch.Tensor:
+    """kkt_solve's (first token, sequence end) per chunk slot (:func:`ops.chunk_table_for`), cached per
+    ``off`` tensor (which :func:`packed_seqlens` caches per cu_seqlens), so an eager call computes it once
+    per cu_seqlens; under torch.compile it is traced into the graph like ``off`` itself."""
+    from .ops import chunk_table_for
 
     if torch.compiler.is_compiling():
-        return make()
-    # one entry per off tensor: a plan asks for one period per process (ops.INVERSE_PERIOD) unless a test changes it
-    hit = _weak_lookup(_TABLE_CACHE, off, (T, inverse_period))
-    return hit if hit is not None else _weak_store(_TABLE_CACHE, off, (T, inverse_period), make())
+        return chunk_table_for(cu, off, T)
+    hit = _weak_lookup(_TABLE_CACHE, off, T)
+    return hit if hit is not None else _weak_store(_TABLE_CACHE, off, T, chunk_table_for(cu, off, T))
 
 
 def choose_block_v(num_pairs: int, sms: int) -> int:
@@ -272,18 +267,6 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int) -> 
     return split
 
 
-def choose_inverse_period(block_v: int, head_split: int) -> int:
-    """Every how many chunks chunk_fwd's auxiliary warpgroup forms a chunk's inverse itself (kkt_solve the others),
-    or 0 (kkt_solve forms all): ops.INVERSE_PERIOD (FLASHQLA_INVERSE_PERIOD) at the V blocks that have the
-    shared_inverse variant, without a head split (its 64-block launch needs every chunk's inverse from kkt_solve)
-    and without the fused inverse (FLASHQLA_FUSED_INVERSE=1, which forms all of them)."""
-    from .ops import FUSED_INVERSE, INVERSE_PERIOD, SHARED_INVERSE_BLOCK_VS
-
-    if INVERSE_PERIOD < 2 or head_split or block_v not in SHARED_INVERSE_BLOCK_VS or FUSED_INVERSE:
-        return 0
-    return INVERSE_PERIOD
-
-
 @torch.compiler.assume_constant_result
 def head_split_disabled() -> bool:
     """FLASHQLA_HEAD_SPLIT=0 turns :func:`choose_head_split` off (read once under torch.compile)."""
@@ -324,7 +307,6 @@ class ChunkPlan(NamedTuple):
     output_final_state: bool
     block_v: int
     head_split: int
-    inverse_period: int = 0  # :func:`choose_inverse_period`; the table is split for it (ops.split_chunk_table)
     eager: Optional[object] = None  # the bound launches (ops.ChunkForward) that the eager fast path calls
 
 
@@ -334,7 +316,7 @@ def run_chunk_plan(plan: ChunkPlan, q, k, v, g, beta, initial_state, cu, scale: 
     from .ops import chunk_fwd
 
     o, ht = chunk_fwd(q, k, v, g, beta, initial_state, cu, plan.table, scale, plan.use_l2norm,
-                      plan.output_final_state, plan.block_v, plan.head_split, plan.inverse_period)
+                      plan.output_final_state, plan.block_v, plan.head_split)
     return o.view(plan.B, plan.T, plan.HV, plan.V), (ht if plan.output_final_state else None)
 
 
@@ -374,11 +356,10 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     if not ok:
         return None
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
-    head_split = choose_head_split(problem.N, problem.HV, sm_count(q.device), block_v)
-    period = choose_inverse_period(block_v, head_split)
     plan = ChunkPlan(problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V,
-                     None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T, period),
-                     bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v, head_split, period)
+                     None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
+                     bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v,
+                     choose_head_split(problem.N, problem.HV, sm_count(q.device), block_v))
     out = run_chunk_plan(plan, *_packed(problem, q, k, v, g, beta, initial_state), cu, _scale(problem, scale))
     if not torch.compiler.is_compiling():  # the next call with this signature skips straight to the launches
         from . import fast_path
@@ -389,7 +370,7 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
                 T=problem.B * problem.T, H=problem.H, HV=problem.HV, K=problem.K, V=problem.V, N=problem.N,
                 dtype=v.dtype, device=q.device, use_l2norm=plan.use_l2norm, output_final_state=plan.output_final_state,
                 has_h0=initial_state is not None, block_v=block_v, head_split=plan.head_split, chunk_table=plan.table,
-                cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V), inverse_period=period))
+                cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V)))
         fast_path.remember(fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state,
                                                use_qk_l2norm_in_kernel, cu_seqlens), cu_seqlens, plan)
     return out

@@ -66,8 +66,7 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
         sig = (q.shape, k.shape, v.shape, g.shape, beta.shape, q.dtype, k.dtype, v.dtype, q.device, k.device,
                v.device, g.device, beta.device, state, type(scale), scale, type(output_final_state),
                output_final_state, type(use_l2norm), use_l2norm, cu, os.environ.get("FLASHQLA_BLOCK_V"),
-               os.environ.get("FLASHQLA_HEAD_SPLIT"), ops.KKT_MERGE, ops.FUSED_INVERSE, ops.INVERSE_PERIOD,
-               ops._POISON)
+               os.environ.get("FLASHQLA_HEAD_SPLIT"), ops.KKT_MERGE, ops.FUSED_INVERSE, ops._POISON)
         hash(sig)
         return sig
     except (AttributeError, TypeError):  # not tensors, unhashable scale, ...: the full path says what is wrong

@@ -34,11 +34,6 @@ KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "mma")
 # benchmarks/NOTES.md, session 15)
 FUSED_INVERSE_BLOCK_VS = (128,)
 FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
-# V blocks at which chunk_fwd can form every inverse_period-th chunk's inverse in its auxiliary warpgroup while
-# kkt_solve forms the others (specs.py SHARED_INVERSE_BLOCK_VS says the same), and the period it uses there
-# (FLASHQLA_INVERSE_PERIOD=p >= 2; 0: kkt_solve forms every chunk's). See dispatch.choose_inverse_period.
-SHARED_INVERSE_BLOCK_VS = (128,)
-INVERSE_PERIOD = int(os.environ.get("FLASHQLA_INVERSE_PERIOD", "0"))
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -176,38 +171,6 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     return torch.stack([t0, t_end, r0], 1).to(torch.int32).contiguous()
 
 
-def split_table_slots(num_tokens: int, num_seqs: int, period: int, chunk: int = CHUNK) -> tuple[int, int]:
-    """(solve slots, rows-only slots) of :func:`split_chunk_table`: bounds from shapes alone. A sequence of m chunks
-    has floor(m / p) chunks with c % p == p - 1 and ceil(m (p - 1) / p) others; with sum m <= T // C + N = M, at
-    most M // p and (M + N) (p - 1) / p. The first count is rounded up to a multiple of 4 (16-byte aligned part)."""
-    most = num_tokens // chunk + num_seqs
-    solve = -(-(most + num_seqs) * (period - 1) // period) + 1
-    return (solve + 3) // 4 * 4, most // period + 1
-
-
-def split_chunk_table(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_tokens: int, period: int,
-                      chunk: int = CHUNK) -> torch.Tensor:
-    """kkt_solve's chunk slots for a forward in which chunk_fwd forms the inverse of every chunk c (index within its
-    sequence) with c % period == period - 1 (shared_inverse): the :func:`chunk_table_for` rows of the other chunks
-    (kkt_solve's full pass), then those of these chunks (its rows-only pass), each part in slot order and padded
-    with zero rows to :func:`split_table_slots`. int32 [solve + rows-only slots, 3], computed on the device (no
-    sync)."""
-    full = chunk_table_for(cu_seqlens, chunk_offsets, num_tokens, chunk)
-    n_solve, n_rows = split_table_slots(num_tokens, cu_seqlens.shape[0] - 1, period, chunk)
-    slots = torch.arange(full.shape[0], dtype=torch.int32, device=full.device)
-    seq = torch.searchsorted(chunk_offsets, slots, right=True) - 1
-    valid = slots < chunk_offsets[-1]
-    own = valid & ((slots - chunk_offsets[seq.clamp(max=chunk_offsets.shape[0] - 1)]) % period == period - 1)
-    parts = []
-    for keep, n in ((valid & ~own, n_solve), (own, n_rows)):
-        # each kept row to its rank among the kept ones, every other row to a spare row past the end
-        at = torch.where(keep, torch.cumsum(keep.to(torch.int32), 0) - 1, n).to(torch.int64)
-        part = torch.zeros(n + 1, 3, dtype=torch.int32, device=full.device)
-        part.index_copy_(0, at, torch.where(keep[:, None], full, 0))
-        parts.append(part[:n])
-    return torch.cat(parts).contiguous()
-
-
 def rows_start(seq_start, n, chunk: int = CHUNK):
     """First row of sequence n in kkt_solve's factor rows: its first token rounded up to a multiple of 4 (a TMA
     box starts 16-byte aligned) plus a gap of `chunk` rows per earlier sequence (a partial last chunk's box
@@ -304,41 +267,25 @@ class ChunkForward:
 
     def __init__(self, *, T: int, H: int, HV: int, K: int, V: int, N: int, dtype: torch.dtype, device: torch.device,
                  use_l2norm: bool, output_final_state: bool, has_h0: bool, block_v: int, head_split: int,
-                 chunk_table: torch.Tensor, cu_seqlens: torch.Tensor, o_shape: tuple, inverse_period: int = 0):
+                 chunk_table: torch.Tensor, cu_seqlens: torch.Tensor, o_shape: tuple):
         self.fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
         if head_split and (self.fused or block_v != 128 or not 0 < head_split < HV):
             raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
                              f"kkt_solve; got {head_split} (block_v {block_v}, fused inverse {self.fused})")
-        if inverse_period and (inverse_period < 2 or self.fused or head_split
-                               or block_v not in SHARED_INVERSE_BLOCK_VS):
-            raise ValueError(f"inverse_period: expected 0, or >= 2 with block_v in {SHARED_INVERSE_BLOCK_VS}, no head "
-                             f"split and no fused inverse; got {inverse_period} (block_v {block_v}, head_split "
-                             f"{head_split}, fused inverse {self.fused})")
-        n_solve = split_table_slots(T, N, inverse_period)[0] if inverse_period else chunk_table.shape[0]
-        if inverse_period and chunk_table.shape[0] != sum(split_table_slots(T, N, inverse_period)):
-            raise ValueError(f"chunk_table: expected split_chunk_table's {sum(split_table_slots(T, N, inverse_period))} "
-                             f"slots for inverse_period {inverse_period}; got {chunk_table.shape[0]}")
         self.index = _device_index(device)
         self.device = device
         self.dtype, self.o_shape, self.output_final_state = dtype, o_shape, output_final_state
         self.ht_shape = (N, HV, K, V) if output_final_state else (0,)
         self.a_shape = (T, HV, CHUNK)
         self.rows_shape = (FACTOR_ROWS, HV, rows_len(T, N))
-        # kkt_solve's launches: the full pass over the chunks whose inverse chunk_fwd does not form (all, or the
-        # first part of a split table), preceded by the rows-only pass over the others (fused: all of them; shared:
-        # the table's second part), which is short, so the full pass's tail overlaps chunk_fwd's start (PDL)
-        self.kkt = []
-        if inverse_period:
-            self.kkt.append(bind_kkt(dtype, use_l2norm, False, T, H, HV, N, chunk_table[n_solve:], self.index))
-        self.kkt.append(bind_kkt(dtype, use_l2norm, not self.fused, T, H, HV, N, chunk_table[:n_solve], self.index))
+        self.kkt = bind_kkt(dtype, use_l2norm, not self.fused, T, H, HV, N, chunk_table, self.index)
         flags = (1 if has_h0 else 0) | (2 if output_final_state else 0)
         parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
             ((block_v, 0, HV),)
         self.parts = [BoundLaunch(_binary("chunk_fwd", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, block_v=bv,
-                                          fused_inverse=self.fused, shared_inverse=bool(inverse_period)), self.index,
+                                          fused_inverse=self.fused), self.index,
                                   cu_seqlens=cu_seqlens, flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T,
-                                  num_k_heads=H, num_v_heads=HV, rows_len=rows_len(T, N), num_seqs_p1=N + 1,
-                                  inverse_period=inverse_period)
+                                  num_k_heads=H, num_v_heads=HV, rows_len=rows_len(T, N), num_seqs_p1=N + 1)
                       for bv, hv_base, heads in parts]
 
     def __call__(self, q, k, v, g, beta, initial_state, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -348,8 +295,7 @@ class ChunkForward:
         rows = _empty(*self.rows_shape, dtype=torch.float32, device=dev)
         a = rows if self.fused else _empty(*self.a_shape, dtype=self.dtype, device=dev)  # fused: never touched
         stream = _raw_stream(self.index)
-        for kkt in self.kkt:
-            kkt.launch(stream, k=k, beta=beta, g=g, a=a, rows=rows)
+        self.kkt.launch(stream, k=k, beta=beta, g=g, a=a, rows=rows)
         # absent states are passed as a valid pointer that the kernel never touches (flags say so)
         h0 = initial_state if initial_state is not None else o
         ht_arg = ht if self.output_final_state else o
@@ -362,7 +308,7 @@ class ChunkForward:
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_table: torch.Tensor,
               scale: float, use_l2norm: bool, output_final_state: bool,
-              block_v: int, head_split: int = 0, inverse_period: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+              block_v: int, head_split: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused GDN chunked forward on packed inputs.
 
     q, k [T, H, 128], v [T, HV, 128] (bf16/fp16), g, beta [T, HV] fp32, initial_state [N, HV, 128, 128]
@@ -370,9 +316,6 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when output_final_state is False).
     head_split (0 < head_split < HV, block_v 128, A~ from kkt_solve): value heads [0, head_split) run at block_v,
     heads [head_split, HV) by a second launch at V block 64 (:func:`dispatch.choose_head_split`); 0: one launch.
-    inverse_period (>= 2, block_v 128, no head split; chunk_table from :func:`split_chunk_table` with the same
-    period): chunk_fwd forms the inverse of every chunk c with c % inverse_period == inverse_period - 1 itself and
-    kkt_solve the others (:func:`dispatch.choose_inverse_period`); 0: kkt_solve forms all.
     """
     T, H = q.shape[0], q.shape[1]
     HV = v.shape[1]
@@ -386,14 +329,13 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     forward = ChunkForward(T=T, H=H, HV=HV, K=q.shape[2], V=v.shape[2], N=N, dtype=v.dtype, device=v.device,
                            use_l2norm=use_l2norm, output_final_state=output_final_state,
                            has_h0=initial_state is not None, block_v=block_v, head_split=head_split,
-                           chunk_table=chunk_table, cu_seqlens=cu_seqlens, o_shape=(T, HV, v.shape[2]),
-                           inverse_period=inverse_period)
+                           chunk_table=chunk_table, cu_seqlens=cu_seqlens, o_shape=(T, HV, v.shape[2]))
     return forward(q, k, v, g, beta, initial_state, float(scale))
 
 
 @chunk_fwd.register_fake
 def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_table, scale, use_l2norm, output_final_state, block_v,
-      head_split=0, inverse_period=0):
+      head_split=0):
     return _state_outputs(q, v, cu_seqlens.shape[0] - 1, output_final_state,
                           lambda *shape, dtype, device: v.new_empty(shape, dtype=dtype))
 
