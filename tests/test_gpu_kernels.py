@@ -264,6 +264,34 @@ def test_all_sequences_empty():
     assert o.shape == (1, 0, 2, 128) and torch.equal(ht, inp["initial_state"])
 
 
+def test_first_call_binds_its_launches_once(monkeypatch):
+    """An eager call of a new signature builds one ops.ChunkForward, runs it and keeps it for the fast path; a repeat
+    builds none and gives the same bits (a misaligned input is copied on the full path first)."""
+    from flashqla import fast_path, ops
+
+    fast_path._PLANS.clear()
+    built = []
+
+    class Counting(ops.ChunkForward):
+        def __init__(self, **kw):
+            built.append(1)
+            super().__init__(**kw)
+
+    monkeypatch.setattr(ops, "ChunkForward", Counting)
+    inp = make_inputs([300, 0, 129], H=2, HV=4, seed=67)
+    o1, ht1 = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    assert len(built) == 1
+    o2, ht2 = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    assert len(built) == 1 and torch.equal(o1, o2) and torch.equal(ht1, ht2)
+    o_ref, ht_ref = oracle(inp, False)
+    assert rel_l2(o1, o_ref) < TOL and rel_l2(ht1, ht_ref) < TOL
+    shifted = dict(inp)
+    buf = torch.empty(inp["k"].numel() + 1, dtype=inp["k"].dtype, device=inp["k"].device)
+    shifted["k"] = buf[1:].view_as(inp["k"]).copy_(inp["k"])
+    o3, ht3 = flashqla.chunk_gated_delta_rule(**shifted, output_final_state=True)
+    assert torch.equal(o1, o3) and torch.equal(ht1, ht3)
+
+
 def test_fast_path_repeats_match_float64(monkeypatch):
     """A second call with the same signature skips validation and the plan (fast_path) and is still exact; new
     values in the same cu_seqlens tensor (its version moves), another cu_seqlens tensor with other offsets, and a

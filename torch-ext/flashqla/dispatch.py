@@ -360,17 +360,26 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
                      None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
                      bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v,
                      choose_head_split(problem.N, problem.HV, sm_count(q.device), block_v))
-    out = run_chunk_plan(plan, *_packed(problem, q, k, v, g, beta, initial_state), cu, _scale(problem, scale))
-    if not torch.compiler.is_compiling():  # the next call with this signature skips straight to the launches
-        from . import fast_path
-        from .ops import ChunkForward
+    packed = _packed(problem, q, k, v, g, beta, initial_state)
+    from . import ops
 
-        if problem.N > 0 and problem.B * problem.T > 0:
-            plan = plan._replace(eager=ChunkForward(
-                T=problem.B * problem.T, H=problem.H, HV=problem.HV, K=problem.K, V=problem.V, N=problem.N,
-                dtype=v.dtype, device=q.device, use_l2norm=plan.use_l2norm, output_final_state=plan.output_final_state,
-                has_h0=initial_state is not None, block_v=block_v, head_split=plan.head_split, chunk_table=plan.table,
-                cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V)))
+    if problem.N > 0 and problem.B * problem.T > 0 and ops.runs_directly(packed[0]):
+        # eager: the launches are bound once (ops.ChunkForward), run here and kept in the plan, so the next call with
+        # this signature skips straight to them (the custom op would build its own copy for this call)
+        plan = plan._replace(eager=ops.ChunkForward(
+            T=problem.B * problem.T, H=problem.H, HV=problem.HV, K=problem.K, V=problem.V, N=problem.N,
+            dtype=v.dtype, device=q.device, use_l2norm=plan.use_l2norm, output_final_state=plan.output_final_state,
+            has_h0=initial_state is not None, block_v=block_v, head_split=plan.head_split, chunk_table=plan.table,
+            cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V)))
+        pq, pk, pv, pg, pbeta, ph0 = packed
+        o, ht = plan.eager(ops._aligned(pq), ops._aligned(pk), ops._aligned(pv), pg, pbeta, ops._aligned(ph0),
+                           _scale(problem, scale))
+        out = o, (ht if plan.output_final_state else None)
+    else:
+        out = run_chunk_plan(plan, *packed, cu, _scale(problem, scale))
+    if not torch.compiler.is_compiling():
+        from . import fast_path
+
         fast_path.remember(fast_path.signature(q, k, v, g, beta, scale, initial_state, output_final_state,
                                                use_qk_l2norm_in_kernel, cu_seqlens), cu_seqlens, plan)
     return out

@@ -59,15 +59,20 @@ def kernel_op(fn):
 
     @functools.wraps(fn)
     def entry(*args):
-        x = args[0]
-        if (type(x) is torch.Tensor and x.is_cuda and not torch.compiler.is_compiling()
-                and not torch._C._get_tracing_state() and not torch._C._len_torch_dispatch_stack()):
+        if runs_directly(args[0]):
             return fn(*args)
         return op(*args)
 
     entry.op = op
     entry.register_fake = op.register_fake
     return entry
+
+
+def runs_directly(x) -> bool:
+    """Whether a call on ``x`` (its first tensor) launches directly rather than through the custom op (see
+    :func:`kernel_op`): a plain CUDA tensor, outside torch.compile, torch.jit.trace and any TorchDispatchMode."""
+    return (type(x) is torch.Tensor and x.is_cuda and not torch.compiler.is_compiling()
+            and not torch._C._get_tracing_state() and not torch._C._len_torch_dispatch_stack())
 
 
 def _aligned(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
