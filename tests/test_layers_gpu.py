@@ -101,8 +101,8 @@ def _needs_kernels(kernels_ready):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_swapped_bf16_model_on_kernels(family, monkeypatch):
     calls = []
-    orig = fops.chunk_fwd
-    monkeypatch.setattr(fops, "chunk_fwd", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    orig = fops.ChunkForward.__call__  # every chunked forward on the kernels runs one (eager, fast path, custom op)
+    monkeypatch.setattr(fops.ChunkForward, "__call__", lambda self, *a, **k: calls.append(1) or orig(self, *a, **k))
     fp32, base, fast = swapped_trio(family)
     gen = torch.Generator().manual_seed(5)
     ids = torch.randint(1, 512, (2, 200), generator=gen).cuda()
