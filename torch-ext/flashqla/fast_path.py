@@ -32,9 +32,10 @@ _MAX_PLANS = 64  # distinct signatures kept (a new batch shape is a new signatur
 
 def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2norm, cu_seqlens):
     """The call's signature, or None when it cannot take the fast path."""
+    from . import ops
+
     try:
-        if (type(q) is not torch.Tensor or not q.is_cuda or torch.compiler.is_compiling()
-                or torch._C._len_torch_dispatch_stack() or torch._C._get_tracing_state()):
+        if not ops.runs_directly(q):  # the launches would go through the custom op: the full path records them
             return None
         f32 = torch.float32
         if g.dtype is not f32 or beta.dtype is not f32:
@@ -61,8 +62,6 @@ def signature(q, k, v, g, beta, scale, initial_state, output_final_state, use_l2
             if version is None:  # an inference tensor has no version counter: it cannot be a key
                 return None
             cu = (id(cu_seqlens), version, cu_seqlens.dtype, cu_seqlens.shape, cu_seqlens.device)
-        from . import ops
-
         sig = (q.shape, k.shape, v.shape, g.shape, beta.shape, q.dtype, k.dtype, v.dtype, q.device, k.device,
                v.device, g.device, beta.device, state, type(scale), scale, type(output_final_state),
                output_final_state, type(use_l2norm), use_l2norm, cu, os.environ.get("FLASHQLA_BLOCK_V"),

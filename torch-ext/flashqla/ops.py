@@ -266,8 +266,9 @@ def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
 class ChunkForward:
     """The launches of one chunked forward (kkt_solve or its rows-only pass, then chunk_fwd, one launch or the two
     of a head split) for fixed sizes, settings and sequences, bound once; a call allocates the outputs (o shaped
-    ``o_shape``) and the intermediates and launches. The custom op builds one per call; the eager fast path keeps
-    the one of a served signature (fast_path.py), so that a repeated call costs its allocations and launches only.
+    ``o_shape``) and the intermediates and launches. The custom op builds one per call; an eager call of a new
+    signature builds one, runs it and keeps it in its plan (dispatch.try_chunk_forward), which the fast path
+    (fast_path.py) then calls, so that a repeated call costs its allocations and launches only.
     Needs T > 0 and N > 0; tensors contiguous and 16-byte aligned (the callers see to it)."""
 
     def __init__(self, *, T: int, H: int, HV: int, K: int, V: int, N: int, dtype: torch.dtype, device: torch.device,
