@@ -5,6 +5,7 @@
 # Steps: poisoned kernel tests of the new (and alt) build; output hashes of every variant at block_v 128 and at the
 # default block_v (benchmarks/bitwise_ab.py: equal hashes = bitwise equal outputs); then ROWS timed for every
 # variant in order, twice (the second pass's names end in 2), kkt_solve alone beside each total.
+# ALT_ENV="VAR=value ...": the environment of the alt build's kernel tests (e.g. the runtime switch its kernels need).
 # Carry [".device", ".device-bins", ".device-bins-old"] and, if used, ".device-bins-alt".
 set -uo pipefail
 source benchmarks/device_env.sh
@@ -18,7 +19,7 @@ sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/ma
   ${ALT_BINS:+$ALT_BINS/manifest.json} > "$R/manifests.sha256"
 kernel_tests 150; mv "$R/kernel_tests.log" "$R/kernel_tests_new.log"
 if [ -n "$ALT_BINS" ]; then
-  FLASHQLA_BINARIES_DIR=$ALT_BINS bash -c "$(declare -f kernel_tests); R=$R; kernel_tests 150"
+  env ${ALT_ENV:-} FLASHQLA_BINARIES_DIR=$ALT_BINS bash -c "$(declare -f kernel_tests); R=$R; kernel_tests 150"
   mv "$R/kernel_tests.log" "$R/kernel_tests_alt.log"
 fi
 keep

@@ -144,6 +144,75 @@ def solve_row_stripe(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, wi, gq, tq, I, 
 
 
 @T.macro
+def to_f16(dst, d0, src, s0, n):
+    """dst[d0:d0+n] = src[s0:s0+n] rounded to fp16 (to nearest), a pair per conversion (n, d0, s0 even)."""
+    for p in T.unroll(n // 2):
+        for e in T.vectorized(2):
+            dst[d0 + 2 * p + e] = T.cast(src[s0 + 2 * p + e], "float16")
+
+
+@T.macro
+def mma_f16(acc, c0, a_h, a0, b_h):
+    """acc[c0:c0+4] += A B on one m16n8k16 fp16 mma tile (fp32 accumulation): A = a_h[a0:a0+8] (halves in the
+    A-fragment order, see `solve_row_stripe_f16`), B = b_h[0:4]."""
+    T.ptx_mma("float32", "m16n8k16", "row", "col", "fp16", "fp16", "fp32", a_h.data, a0, b_h.data, 0,
+              acc.data, c0, False)
+
+
+@T.macro
+def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only=False):
+    """`solve_row_stripe` with fp16 operands on m16n8k16 tiles: one 16 x 16 x 16 block product is two mma (one an
+    n-tile) instead of four m16n8k8 tf32 mma with their operand roundings. fp16 keeps the 10 mantissa bits of the
+    1xTF32 operands (both round to nearest), so within fp16's range the products are as accurate; the range holds
+    for a delta-rule chunk (|L_ij| <= beta_j ||k_i|| ||k_j||, the inverse's entries O(1)); an operand beyond
+    65504 would become inf (see kkt_solve's `merge`).
+    Fragments (lane (g, t) = (lane / 4, lane % 4)): a C fragment of n-tile q holds (row g + 8 h, column 8 q + 2 t + e)
+    at 4 q + 2 h + e, and the A fragment of a 16-wide k holds (row g + 8 h, k 8 q + 2 t + e) at the same index
+    4 q + 2 h + e, so a block's result converts to the next product's A operand element by element; B of n-tile q
+    holds (k 8 kk + 2 t + e, column 8 q + g) at 2 kk + e.
+    xa: the fp16 A fragments of X_IK (8 halves a block, at 8 K; K = I is the diagonal inverse from x_s);
+    th: -T as an A fragment; bq: one n-tile's B fragment (L_KJ or X_JJ, converted from fp32 shared memory)."""
+    if wi == I:
+        for i in T.unroll(8):
+            bf[i] = x_s[SUB * I + gq + 8 * (i // 2 % 2), diag_col(I, 8 * (i // 4) + 2 * tq + i % 2, diag_only)]
+        to_f16(xa, 8 * I, bf, 0, 8)
+        for jj in T.unroll(I):
+            J = I - 1 - jj
+            for r in T.unroll(8):
+                tt[r] = 0.0
+            for kb in T.unroll(I):
+                Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
+                if Kb > J:
+                    for q in T.unroll(2):
+                        for r in T.unroll(4):
+                            bf[r] = l_s[SUB * Kb + 8 * (r // 2) + 2 * tq + r % 2, SUB * J + 8 * q + gq]
+                        to_f16(bq, 0, bf, 0, 4)
+                        mma_f16(tt, 4 * q, xa, 8 * Kb, bq)
+            # X_IJ = (-T) X_JJ
+            for r in T.unroll(8):
+                bf[r] = -tt[r]
+                xo[8 * J + r] = 0.0
+            to_f16(th, 0, bf, 0, 8)
+            for q in T.unroll(2):
+                for r in T.unroll(4):
+                    bf[r] = x_s[SUB * J + 8 * (r // 2) + 2 * tq + r % 2, diag_col(J, 8 * q + gq, diag_only)]
+                to_f16(bq, 0, bf, 0, 4)
+                mma_f16(xo, 8 * J + 4 * q, th, 0, bq)
+            if J > 0:  # X_IJ is an A operand of the blocks left of it
+                to_f16(xa, 8 * J, xo, 8 * J, 8)
+
+
+@T.macro
+def solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, diag_only=False):
+    """`solve_row_stripe_f16` for the warp of thread tx, row stripes 1..3."""
+    wi = tx // 32
+    gq = (tx % 32) // 4
+    tq = tx % 4
+    for I in (1, 2, 3):
+        solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only)
+
+
+@T.macro
 def solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, split=True, diag_only=False):
     """`solve_row_stripe` for the warp of thread tx (of a 128-thread warpgroup), row stripes 1..3 (stripe 0 has no
     block left of the diagonal)."""

@@ -69,7 +69,7 @@ import tilelang
 import tilelang.language as T
 
 from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_row_stripe, gate_rows, solve_row_stripes,
-                            store_diag_block)
+                            solve_row_stripes_f16, store_diag_block)
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
@@ -111,7 +111,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     solve: False makes the rows-only pass of chunk_fwd's fused variant (which forms the inverse itself): no L,
     no inverse, `a` neither read nor written (any valid pointer may be passed); K is loaded only with use_l2norm
     (its norms are the diagonal of K K^T, formed as in the full pass, so the rows are bitwise the same)."""
-    assert k_load in ("tma", "ldg") and merge in ("regs", "tc", "mma") and a_store in ("tma", "ldg")
+    assert k_load in ("tma", "ldg") and merge in ("regs", "tc", "mma", "mma16") and a_store in ("tma", "ldg")
+    stripes = merge in ("mma", "mma16")  # row stripes in registers (tf32 m16n8k8 or fp16 m16n8k16 block products)
     K, C = head_dim_k, chunk_size
     assert C == CHUNK
     SUB = C // 4  # diagonal block size of the blocked inverse
@@ -158,10 +159,10 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
     # "regs" / "tc": the whole C x C tile (their merges read the 32 x 32 diagonal blocks whole). L keeps the layout
     # of the K tile that shares its space.
     if min_blocks_per_sm is None:
-        min_blocks_per_sm = 7 if merge == "mma" and not use_l2norm else 6
-    XS = diag_stride if merge == "mma" else C
-    assert merge != "mma" or (diag_stride >= SUB and diag_stride % 2 == 0)
-    assert merge != "mma" or SUB == 16, "a row stripe is one m16 mma tile high"
+        min_blocks_per_sm = 7 if stripes and not use_l2norm else 6
+    XS = diag_stride if stripes else C
+    assert not stripes or (diag_stride >= SUB and diag_stride % 2 == 0)
+    assert not stripes or SUB == 16, "a row stripe is one m16 mma tile high"
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -199,7 +200,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             rb_f = T.alloc_fragment((C,), "float32")  # L's row factor 1/||k_i|| (use_l2norm), by row
             cn_f = T.alloc_fragment((C,), "float32")  # L's column factor beta_j (times 1/||k_j||), by column
             x_s = T.alloc_shared((C, XS), "float32")
-            if merge == "mma":
+            if stripes:
                 xo = T.alloc_local((XO_REGS,), "float32")
                 tt = T.alloc_local((8,), "float32")
                 a_f = T.alloc_local((4,), "float32")
@@ -208,12 +209,16 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 al = T.alloc_local((4,), "uint32")
                 bh = T.alloc_local((2,), "uint32")
                 bl = T.alloc_local((2,), "uint32")
+                xa = T.alloc_local((8 * 4,), "float16")  # "mma16": the A fragments of the stripe's blocks
+                th = T.alloc_local((8,), "float16")
+                bq = T.alloc_local((4,), "float16")
+                bf = T.alloc_local((8,), "float32")  # fp32 operands before their conversion
             col = T.alloc_local((SUB,), "float32")
             x_b = T.alloc_local((2 * epilogue_batch,), "float32")
             g_b = T.alloc_local((epilogue_batch,), "float32")
             o_b = T.alloc_local((2,), dtype)
             col_g = T.alloc_local((2,), "float32")
-            ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype) if merge == "mma" else None  # a warp's stripe, gated
+            ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype) if stripes else None  # a warp's stripe, gated
             acc_r = T.alloc_local((2, 4), "float32")
             m_f = T.alloc_fragment((2 * SUB, 2 * SUB), "float32")
             if k_load == "tma":
@@ -275,7 +280,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # the 32 -> 64 merge reads the two 32 x 32 diagonal blocks whole: their upper-right 16 x 16
                     # quarters must be 0 (the substitution writes the 16 x 16 diagonal blocks whole, zeros above
                     # their diagonals; every other read is of the lower triangle)
-                    if merge != "mma":  # "mma" reads no block above the diagonal
+                    if not stripes:  # "mma" reads no block above the diagonal
                         for i, j in T.Parallel(SUB, SUB):
                             x_s[i, SUB + j] = 0.0
                             x_s[2 * SUB + i, 3 * SUB + j] = 0.0
@@ -283,7 +288,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 if tx < C:
                     if solve:
                         diag_block_inverse(l_s, col, tx)
-                        store_diag_block(x_s, col, tx, merge == "mma")
+                        store_diag_block(x_s, col, tx, stripes)
                 else:
                     # meanwhile warps 2 and 3 form the chunk cumsum of g by warp shuffles: both scan the two
                     # halves g[0:32] and g[32:64] (inclusive, lane l's sums of lanes <= l), and the upper
@@ -321,6 +326,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         T.sync_threads()  # the diagonal inverses (x_s) and L (l_s) are read across warps
                         # the blocks below the diagonal stay in registers (xo) until the epilogue
                         solve_row_stripes(l_s, x_s, xo, tt, a_f, b_f, ah, al, bh, bl, tx, tf32x3, True)
+                    elif merge == "mma16":
+                        T.sync_threads()
+                        solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, True)
                 # gc_s (written by threads C..2C-1 during the substitution) is read by all below, and with "mma"
                 # every warp's reads of L are done before the epilogue writes ao_s over L's tile
                 T.sync_threads()
@@ -335,7 +343,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # With "mma" each warp gates its own row stripe from its registers instead (`gate_row_stripe`:
                     # no store of the blocks below the diagonal to x_s and no reload of them; only the diagonal
                     # block is read from x_s, and the C-fragment pairs land on distinct banks of the swizzled ao_s)
-                    if merge == "mma":
+                    if stripes:
                         gate_row_stripe(x_s, xo, gc_s, ao_s, g_b, col_g, ob_s, tx, dtype, True)
                     else:
                         gate_rows(x_s, gc_s, 0, ao_s, None, x_b, g_b, o_b, col_g, tx, epilogue_batch, dtype)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 DTYPES = ("bfloat16", "float16")
 HEAD_DIM = 128
-KKT_MERGES = ("regs", "tc", "mma")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
+KKT_MERGES = ("regs", "tc", "mma", "mma16")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
 CHUNK = 64
 RECURRENT_BLOCK_VS = (32, 16)  # recurrent_fwd V blocks: 16 doubles the CTAs of small decode batches
 
