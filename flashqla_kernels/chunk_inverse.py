@@ -73,16 +73,23 @@ def block_product(acc, c0, a_f, b_f, ah, al, bh, bl, split):
 
 
 @T.macro
-def diag_block_inverse(l_s, col, tx):
+def diag_block_inverse(l_s, col, tx, col_scale=None, cb=None):
     """Thread tx < C: column tx % SUB of the inverse of L's diagonal block tx / SUB (unit lower triangular) into
-    col[SUB] by forward substitution (reads only that block of l_s)."""
+    col[SUB] by forward substitution (reads only that block of l_s).
+    col_scale (a buffer of C factors, e.g. beta) and cb[SUB]: l_s holds S and L = S diag(col_scale), applied as
+    L_rs col_s = S_rs (col_scale_s col_s), cb_s = col_scale_s col_s formed once row s is final."""
     blk = tx // SUB
     cj = tx % SUB
     for r in T.unroll(SUB):
         col[r] = T.if_then_else(r == cj, 1.0, 0.0)
         for s_ in T.unroll(SUB):
             if s_ < r:
-                col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
+                if col_scale is None:
+                    col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * col[s_]
+                else:
+                    col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * cb[s_]
+        if col_scale is not None:
+            cb[r] = col_scale[blk * SUB + r] * col[r]
 
 
 @T.macro
@@ -160,7 +167,7 @@ def mma_f16(acc, c0, a_h, a0, b_h):
 
 
 @T.macro
-def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only=False):
+def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only=False, col_scale=None):
     """`solve_row_stripe` with fp16 operands on m16n8k16 tiles: one 16 x 16 x 16 block product is two mma (one an
     n-tile) instead of four m16n8k8 tf32 mma with their operand roundings. fp16 keeps the 10 mantissa bits of the
     1xTF32 operands (both round to nearest), so within fp16's range the products are as accurate; the range holds
@@ -171,7 +178,8 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
     4 q + 2 h + e, so a block's result converts to the next product's A operand element by element; B of n-tile q
     holds (k 8 kk + 2 t + e, column 8 q + g) at 2 kk + e.
     xa: the fp16 A fragments of X_IK (8 halves a block, at 8 K; K = I is the diagonal inverse from x_s);
-    th: -T as an A fragment; bq: one n-tile's B fragment (L_KJ or X_JJ, converted from fp32 shared memory)."""
+    th: -T as an A fragment; bq: one n-tile's B fragment (L_KJ or X_JJ, converted from fp32 shared memory).
+    col_scale: as in `diag_block_inverse` (l_s holds S, L_KJ = S_KJ diag(col_scale_J): one factor an n-tile)."""
     if wi == I:
         for i in T.unroll(8):
             bf[i] = x_s[SUB * I + gq + 8 * (i // 2 % 2), diag_col(I, 8 * (i // 4) + 2 * tq + i % 2, diag_only)]
@@ -185,7 +193,11 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
                 if Kb > J:
                     for q in T.unroll(2):
                         for r in T.unroll(4):
-                            bf[r] = l_s[SUB * Kb + 8 * (r // 2) + 2 * tq + r % 2, SUB * J + 8 * q + gq]
+                            if col_scale is None:
+                                bf[r] = l_s[SUB * Kb + 8 * (r // 2) + 2 * tq + r % 2, SUB * J + 8 * q + gq]
+                            else:
+                                bf[r] = l_s[SUB * Kb + 8 * (r // 2) + 2 * tq + r % 2, SUB * J + 8 * q + gq] * \
+                                    col_scale[SUB * J + 8 * q + gq]
                         to_f16(bq, 0, bf, 0, 4)
                         mma_f16(tt, 4 * q, xa, 8 * Kb, bq)
             # X_IJ = (-T) X_JJ
@@ -203,13 +215,13 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
 
 
 @T.macro
-def solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, diag_only=False):
+def solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, diag_only=False, col_scale=None):
     """`solve_row_stripe_f16` for the warp of thread tx, row stripes 1..3."""
     wi = tx // 32
     gq = (tx % 32) // 4
     tq = tx % 4
     for I in (1, 2, 3):
-        solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only)
+        solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only, col_scale)
 
 
 @T.macro

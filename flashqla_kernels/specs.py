@@ -53,6 +53,11 @@ def kkt_solve_specs() -> list[Spec]:
     return full + rows_only
 
 
+def kkt_solve_gva_specs() -> list[Spec]:
+    """kkt_solve per key head (kkt_solve_gva.py): the value heads sharing a key head share K and K K^T."""
+    return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2) for d in DTYPES for l2 in (False, True)]
+
+
 def chunk_fwd_specs() -> list[Spec]:
     """Every V block with A~ from kkt_solve, and at FUSED_INVERSE_BLOCK_VS also the variant that forms it itself
     (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py)."""
@@ -77,7 +82,7 @@ def layer_specs() -> list[Spec]:
 
 
 def all_specs() -> list[Spec]:
-    return kkt_solve_specs() + chunk_fwd_specs() + layer_specs() + recurrent_fwd_specs()
+    return kkt_solve_specs() + kkt_solve_gva_specs() + chunk_fwd_specs() + layer_specs() + recurrent_fwd_specs()
 
 
 def manual_fences(spec: Spec) -> bool:
@@ -102,6 +107,9 @@ def program_for(spec: Spec):
     if spec.kernel == "kkt_solve":
         from .kkt_solve import kkt_solve_program
         return kkt_solve_program(**spec.kwargs())
+    if spec.kernel == "kkt_solve_gva":
+        from .kkt_solve_gva import kkt_solve_gva_program
+        return kkt_solve_gva_program(**spec.kwargs())
     if spec.kernel == "chunk_fwd":
         from .chunk_fwd import chunk_fwd_program
         return chunk_fwd_program(**spec.kwargs())

@@ -199,8 +199,11 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
              chunk_table: torch.Tensor, device_index: int) -> BoundLaunch:
     """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma"), per call:
     k, beta, g, a (any valid pointer without solve) and rows."""
-    b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=KKT_MERGE if solve else "mma",
-                solve=solve)
+    if solve and KKT_MERGE == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
+        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm)
+    else:
+        b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=KKT_MERGE if solve else "mma",
+                    solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
                        num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
 

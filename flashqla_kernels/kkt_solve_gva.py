@@ -1,0 +1,177 @@
+"""kkt_solve with one CTA per (chunk slot, key head): the gva value heads that share a key head share its chunk's
+K load and K K^T, and the CTA forms their gated inverses one after another.
+
+Inputs and outputs: exactly kkt_solve's (kkt_solve.py), a and rows bitwise independent of which program wrote them
+only up to rounding (L's column factor is applied at its uses, see below).
+
+Why: kkt_solve spends ~30% of its warp samples in its prologue (the chunk table's load, then K's TMA and beta / g:
+two dependent global latencies a CTA) and ~20% of its shared-memory wavefronts storing L (Nsight Compute on H200,
+results/2026-11-25-h200-s21/ncu_kkt). Per key head instead of per value head, the table, K, the wgmma and S's store
+are paid once for gva heads, and each head's beta and g are loaded during the previous head's solve.
+
+Tile plan: one CTA of 128 threads per (slot, key head), grid (S, H). K [C, K] by one TMA copy into the 16 KB tile
+that then holds S = strict_lower(K K^T) (fp32, rows past the sequence's end masked; with use_l2norm scaled by
+1/||k_i|| 1/||k_j||, the norms from its diagonal), stored once, blocks on or below the diagonal only. For each value
+head hv = hk gva + r, r = 0..gva-1: L = S diag(beta_hv) is never stored: its column factor enters where L is read
+(the substitution scales each finished row of the diagonal inverse by beta, the row stripes scale each B fragment),
+so the four 16 x 16 diagonal inverses (threads 0..63; threads 64..127 meanwhile form the chunk cumsum of g), the row
+stripes (fp16 m16n8k16, `solve_row_stripe_f16`) and the gated epilogue from registers (`gate_row_stripe`) into a
+bf16 staging tile of its own (8 KB: S stays live), from which a full chunk leaves by one TMA store (a partial one by
+masked row stores), then the head's factor rows. Shared memory ~31 KB a CTA.
+"""
+
+import tilelang
+import tilelang.language as T
+
+from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_row_stripe, solve_row_stripes_f16,
+                            store_diag_block)
+from .kkt_solve import FACTOR_ROWS, L2NORM_EPS, LOG2E
+
+
+def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
+                          chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 6,
+                          diag_stride: int = 20, pdl: bool = True):
+    """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread).
+    diag_stride: floats between the rows of x_s, which holds the four 16 x 16 diagonal inverses (block-local
+    columns, see chunk_inverse.diag_col)."""
+    K, C = head_dim_k, chunk_size
+    assert C == CHUNK and threads == 128
+    SUB = C // 4
+    XS = diag_stride
+    assert XS >= SUB and XS % 2 == 0
+    num_tokens = T.dynamic("num_tokens")
+    rows_len = T.dynamic("rows_len")
+    num_k_heads = T.dynamic("num_k_heads")
+    num_v_heads = T.dynamic("num_v_heads")
+    num_slots = T.dynamic("num_slots")
+
+    @T.prim_func
+    def kkt_solve_gva(
+        k: T.Tensor((num_tokens, num_k_heads, K), dtype),
+        beta: T.Tensor((num_tokens, num_v_heads), "float32"),
+        g: T.Tensor((num_tokens, num_v_heads), "float32"),
+        chunk_table: T.Tensor((num_slots, 3), "int32"),
+        a: T.Tensor((num_tokens, num_v_heads, C), dtype),
+        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), "float32"),
+        gva: T.int32,
+    ):
+        with T.Kernel(num_slots, num_k_heads, threads=threads) as (cid, hk):
+            T.annotate_min_blocks_per_sm(min_blocks_per_sm)
+            l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
+            k_v = T.view(l_s, (C, K), dtype)
+            ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
+            x_s = T.alloc_shared((C, XS), "float32")
+            beta_s = T.alloc_shared((C,), "float32")
+            rn_s = T.alloc_shared((C,), "float32")
+            g_s = T.alloc_shared((C,), "float32")
+            gc_s = T.alloc_shared((C,), "float32")
+            sa = T.alloc_var("float32")
+            sb = T.alloc_var("float32")
+            ta = T.alloc_var("float32")
+            tb = T.alloc_var("float32")
+            nb = T.alloc_var("float32")  # the next head's beta and g of this thread's token (threads < C)
+            ng = T.alloc_var("float32")
+            kk_f = T.alloc_fragment((C, C), "float32")
+            rb_f = T.alloc_fragment((C,), "float32")
+            cn_f = T.alloc_fragment((C,), "float32")
+            xo = T.alloc_local((XO_REGS,), "float32")
+            tt = T.alloc_local((8,), "float32")
+            xa = T.alloc_local((8 * 4,), "float16")
+            th = T.alloc_local((8,), "float16")
+            bq = T.alloc_local((4,), "float16")
+            bf = T.alloc_local((8,), "float32")
+            col = T.alloc_local((SUB,), "float32")
+            cb = T.alloc_local((SUB,), "float32")
+            g_b = T.alloc_local((2,), "float32")
+            col_g = T.alloc_local((2,), "float32")
+            ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype)
+            k_ready = T.alloc_barrier(arrive_count=[32])
+            hv = T.alloc_var("int32")
+            if pdl:
+                T.pdl_sync()
+                T.pdl_trigger()
+            t0 = chunk_table[cid, 0]
+            t_end = chunk_table[cid, 1]
+            r0 = chunk_table[cid, 2]
+            tx = T.get_thread_binding()
+
+            if t0 < t_end:
+                if tx < 32:
+                    T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
+                    T.barrier_arrive(k_ready[0])
+                if tx < C:  # the first head's beta and g
+                    nb = T.if_then_else(t0 + tx < t_end, beta[t0 + tx, hk * gva], 0.0)
+                    ng = T.if_then_else(t0 + tx < t_end, g[t0 + tx, hk * gva], 0.0)
+                T.barrier_wait(k_ready[0], 0)
+                T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
+                if use_l2norm:  # ||k_i||^2 is the diagonal (one branch a warp, as kkt_solve)
+                    for w in (0, 1, 2, 3):
+                        if tx // 32 == w:
+                            for i, j in T.Parallel(C, C):
+                                if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
+                                    rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+                    for i in T.Parallel(C):
+                        rb_f[i] = rn_s[i]
+                    for j in T.Parallel(C):
+                        cn_f[j] = rn_s[j]
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+                else:
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
+                for i, j in T.Parallel(C, C):
+                    if j // SUB <= i // SUB:
+                        l_s[i, j] = kk_f[i, j]
+                last = T.min(C, t_end - t0) - 1
+                for hr in T.serial(gva):
+                    hv = hk * gva + hr
+                    T.sync_threads()  # the previous head's readers of beta_s, g_s, gc_s and x_s are done
+                    if tx < C:
+                        beta_s[tx] = nb
+                        g_s[tx] = ng
+                        if hr + 1 < gva:  # the next head's, in flight during this head's solve
+                            nb = T.if_then_else(t0 + tx < t_end, beta[t0 + tx, hv + 1], 0.0)
+                            ng = T.if_then_else(t0 + tx < t_end, g[t0 + tx, hv + 1], 0.0)
+                    T.sync_threads()  # beta_s, g_s (and, on the first head, S) are visible
+                    if tx < C:
+                        diag_block_inverse(l_s, col, tx, beta_s, cb)
+                        store_diag_block(x_s, col, tx, True)
+                    else:
+                        lane = tx % 32
+                        sa = g_s[lane]
+                        sb = g_s[32 + lane]
+                        for d in (1, 2, 4, 8, 16):
+                            ta = T.shfl_up(sa, d)
+                            tb = T.shfl_up(sb, d)
+                            if lane >= d:
+                                sa = sa + ta
+                                sb = sb + tb
+                        ta = T.shfl_sync(sa, 31)
+                        gc_s[tx - C] = T.if_then_else(tx < C + 32, sa, sb + ta) * LOG2E
+                    T.sync_threads()
+                    solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, True, beta_s)
+                    T.tma_store_wait()  # the previous head's bulk store has read ao_s
+                    T.sync_threads()
+                    gate_row_stripe(x_s, xo, gc_s, ao_s, g_b, col_g, ob_s, tx, dtype, True)
+                    T.fence_proxy_async()
+                    T.sync_threads()
+                    if t0 + C <= t_end:
+                        T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
+                    else:
+                        for i, j in T.Parallel(C, C):
+                            if t0 + i < t_end:
+                                a[t0 + i, hv, j] = ao_s[i, j]
+                    for i in T.Parallel(C):
+                        if t0 + i < t_end:
+                            rk_i = rn_s[i] if use_l2norm else 1.0
+                            rows[0, hv, r0 + i] = gc_s[i]
+                            rows[1, hv, r0 + i] = rk_i
+                            rows[2, hv, r0 + i] = T.exp2(gc_s[i]) * rk_i
+                            rows[3, hv, r0 + i] = T.exp2(gc_s[last] - gc_s[i]) * rk_i * beta_s[i]
+                            rows[4, hv, r0 + i] = beta_s[i]
+                        else:
+                            for f in T.unroll(FACTOR_ROWS):
+                                rows[f, hv, r0 + i] = 0.0
+                T.tma_store_wait()
+
+    return kkt_solve_gva
