@@ -14,6 +14,8 @@ ALT_BINS=""
 if [ -f .device-bins-alt/torch-cuda.tar.xz ]; then
   rm -rf /tmp/alt && mkdir -p /tmp/alt && tar xJf .device-bins-alt/torch-cuda.tar.xz -C /tmp/alt
   ALT_BINS=/tmp/alt/torch-cuda/_binaries
+elif [ -n "${ALT_ENV:-}" ]; then  # no alt pack: the alt kernel tests are the new build's under ALT_ENV
+  ALT_BINS=$FLASHQLA_BINARIES_DIR
 fi
 sha256sum /tmp/old/torch-cuda/_binaries/manifest.json "$FLASHQLA_BINARIES_DIR/manifest.json" \
   ${ALT_BINS:+$ALT_BINS/manifest.json} > "$R/manifests.sha256"
