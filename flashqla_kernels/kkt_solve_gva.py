@@ -30,20 +30,71 @@ from .kkt_solve import FACTOR_ROWS, L2NORM_EPS, LOG2E
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 6,
-                          diag_stride: int = 20, pdl: bool = True):
-    """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread).
+                          diag_stride: int = 20, pair_heads: bool = False, pdl: bool = True):
+    """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread; 7 spills 40 bytes and was
+    5% slower on H200, results/2026-11-25-h200-s21/gva7_ab).
     diag_stride: floats between the rows of x_s, which holds the four 16 x 16 diagonal inverses (block-local
-    columns, see chunk_inverse.diag_col)."""
+    columns, see chunk_inverse.diag_col); 20 puts the recurrence's B-fragment loads of X_JJ on distinct banks.
+    pair_heads: two heads a step, their diagonal inverses formed at once by the two halves of the CTA (each half
+    then forms its head's cumsum), so one substitution phase and one barrier serve two heads; otherwise threads
+    0..63 form a head's diagonal inverses while threads 64..127 form its cumsum."""
     K, C = head_dim_k, chunk_size
-    assert C == CHUNK and threads == 128
+    assert C == CHUNK and threads == 2 * C
     SUB = C // 4
     XS = diag_stride
     assert XS >= SUB and XS % 2 == 0
+    NB = 2 if pair_heads else 1  # heads whose factors and diagonal inverses are in shared memory at once
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
     num_slots = T.dynamic("num_slots")
+
+    @T.macro
+    def chunk_cumsum(g_h, gc_h, i, sc):
+        """Threads i = 0..63 (two warps): the chunk cumsum of g_h (inclusive) into gc_h in log2 units: both warps
+        scan the halves g[0:32] and g[32:64] by shuffles (sc[0], sc[1]: the running sums; sc[2], sc[3]: the
+        shuffled terms), the upper half adds the lower half's total."""
+        lane = i % 32
+        sc[0] = g_h[lane]
+        sc[1] = g_h[32 + lane]
+        for d in (1, 2, 4, 8, 16):
+            sc[2] = T.shfl_up(sc[0], d)
+            sc[3] = T.shfl_up(sc[1], d)
+            if lane >= d:
+                sc[0] = sc[0] + sc[2]
+                sc[1] = sc[1] + sc[3]
+        sc[2] = T.shfl_sync(sc[0], 31)
+        gc_h[i] = T.if_then_else(i < 32, sc[0], sc[1] + sc[2]) * LOG2E
+
+    @T.macro
+    def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
+                  r0, last, tx):
+        """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
+        ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
+        solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
+        T.tma_store_wait()  # the previous head's bulk store has read ao_s
+        T.sync_threads()
+        gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True)
+        T.fence_proxy_async()
+        T.sync_threads()
+        if t0 + C <= t_end:
+            T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
+        else:
+            for i, j in T.Parallel(C, C):
+                if t0 + i < t_end:
+                    a[t0 + i, hv, j] = ao_s[i, j]
+        for i in T.Parallel(C):
+            if t0 + i < t_end:
+                rk_i = rn_s[i] if use_l2norm else 1.0
+                rows[0, hv, r0 + i] = gc_h[i]
+                rows[1, hv, r0 + i] = rk_i
+                rows[2, hv, r0 + i] = T.exp2(gc_h[i]) * rk_i
+                rows[3, hv, r0 + i] = T.exp2(gc_h[last] - gc_h[i]) * rk_i * beta_h[i]
+                rows[4, hv, r0 + i] = beta_h[i]
+            else:
+                for f in T.unroll(FACTOR_ROWS):
+                    rows[f, hv, r0 + i] = 0.0
 
     @T.prim_func
     def kkt_solve_gva(
@@ -60,16 +111,18 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
             k_v = T.view(l_s, (C, K), dtype)
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
-            x_s = T.alloc_shared((C, XS), "float32")
-            beta_s = T.alloc_shared((C,), "float32")
+            x_s0 = T.alloc_shared((C, XS), "float32")
+            beta_s0 = T.alloc_shared((C,), "float32")
+            g_s0 = T.alloc_shared((C,), "float32")
+            gc_s0 = T.alloc_shared((C,), "float32")
+            if pair_heads:
+                x_s1 = T.alloc_shared((C, XS), "float32")
+                beta_s1 = T.alloc_shared((C,), "float32")
+                g_s1 = T.alloc_shared((C,), "float32")
+                gc_s1 = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
-            g_s = T.alloc_shared((C,), "float32")
-            gc_s = T.alloc_shared((C,), "float32")
-            sa = T.alloc_var("float32")
-            sb = T.alloc_var("float32")
-            ta = T.alloc_var("float32")
-            tb = T.alloc_var("float32")
-            nb = T.alloc_var("float32")  # the next head's beta and g of this thread's token (threads < C)
+            sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
+            nb = T.alloc_var("float32")  # this thread's token's beta and g of the next head it serves
             ng = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             rb_f = T.alloc_fragment((C,), "float32")
@@ -86,7 +139,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             col_g = T.alloc_local((2,), "float32")
             ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype)
             k_ready = T.alloc_barrier(arrive_count=[32])
-            hv = T.alloc_var("int32")
             if pdl:
                 T.pdl_sync()
                 T.pdl_trigger()
@@ -94,14 +146,16 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             t_end = chunk_table[cid, 1]
             r0 = chunk_table[cid, 2]
             tx = T.get_thread_binding()
+            ht = tx // C  # the head of a step whose factors this thread loads (pair_heads; else threads < C, head 0)
+            ti = tx % C  # and its token
 
             if t0 < t_end:
                 if tx < 32:
                     T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                     T.barrier_arrive(k_ready[0])
-                if tx < C:  # the first head's beta and g
-                    nb = T.if_then_else(t0 + tx < t_end, beta[t0 + tx, hk * gva], 0.0)
-                    ng = T.if_then_else(t0 + tx < t_end, g[t0 + tx, hk * gva], 0.0)
+                if tx < C * NB:  # the first step's beta and g
+                    nb = T.if_then_else((t0 + ti < t_end) & (ht < gva), beta[t0 + ti, hk * gva + ht], 0.0)
+                    ng = T.if_then_else((t0 + ti < t_end) & (ht < gva), g[t0 + ti, hk * gva + ht], 0.0)
                 T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal (one branch a warp, as kkt_solve)
@@ -110,6 +164,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                             for i, j in T.Parallel(C, C):
                                 if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
                                     rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+                    T.sync_threads()  # rn_s written by the diagonal's owners, read by all
                     for i in T.Parallel(C):
                         rb_f[i] = rn_s[i]
                     for j in T.Parallel(C):
@@ -119,59 +174,58 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 else:
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
+                T.sync_threads()  # every warp's wgmma has read K before S overwrites it
                 for i, j in T.Parallel(C, C):
                     if j // SUB <= i // SUB:
                         l_s[i, j] = kk_f[i, j]
                 last = T.min(C, t_end - t0) - 1
-                for hr in T.serial(gva):
-                    hv = hk * gva + hr
-                    T.sync_threads()  # the previous head's readers of beta_s, g_s, gc_s and x_s are done
-                    if tx < C:
-                        beta_s[tx] = nb
-                        g_s[tx] = ng
-                        if hr + 1 < gva:  # the next head's, in flight during this head's solve
-                            nb = T.if_then_else(t0 + tx < t_end, beta[t0 + tx, hv + 1], 0.0)
-                            ng = T.if_then_else(t0 + tx < t_end, g[t0 + tx, hv + 1], 0.0)
-                    T.sync_threads()  # beta_s, g_s (and, on the first head, S) are visible
-                    if tx < C:
-                        diag_block_inverse(l_s, col, tx, beta_s, cb)
-                        store_diag_block(x_s, col, tx, True)
-                    else:
-                        lane = tx % 32
-                        sa = g_s[lane]
-                        sb = g_s[32 + lane]
-                        for d in (1, 2, 4, 8, 16):
-                            ta = T.shfl_up(sa, d)
-                            tb = T.shfl_up(sb, d)
-                            if lane >= d:
-                                sa = sa + ta
-                                sb = sb + tb
-                        ta = T.shfl_sync(sa, 31)
-                        gc_s[tx - C] = T.if_then_else(tx < C + 32, sa, sb + ta) * LOG2E
-                    T.sync_threads()
-                    solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, True, beta_s)
-                    T.tma_store_wait()  # the previous head's bulk store has read ao_s
-                    T.sync_threads()
-                    gate_row_stripe(x_s, xo, gc_s, ao_s, g_b, col_g, ob_s, tx, dtype, True)
-                    T.fence_proxy_async()
-                    T.sync_threads()
-                    if t0 + C <= t_end:
-                        T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
-                    else:
-                        for i, j in T.Parallel(C, C):
-                            if t0 + i < t_end:
-                                a[t0 + i, hv, j] = ao_s[i, j]
-                    for i in T.Parallel(C):
-                        if t0 + i < t_end:
-                            rk_i = rn_s[i] if use_l2norm else 1.0
-                            rows[0, hv, r0 + i] = gc_s[i]
-                            rows[1, hv, r0 + i] = rk_i
-                            rows[2, hv, r0 + i] = T.exp2(gc_s[i]) * rk_i
-                            rows[3, hv, r0 + i] = T.exp2(gc_s[last] - gc_s[i]) * rk_i * beta_s[i]
-                            rows[4, hv, r0 + i] = beta_s[i]
+                if pair_heads:
+                    # heads 2p (threads 0..63) and 2p + 1 (threads 64..127) a step: each half forms its head's
+                    # diagonal inverses, then its cumsum; the two heads' row stripes and epilogues follow in turn
+                    for hp in T.serial(T.ceildiv(gva, 2)):
+                        T.sync_threads()  # the previous step's readers of the factors and x_s are done
+                        if tx < C:
+                            beta_s0[ti] = nb
+                            g_s0[ti] = ng
                         else:
-                            for f in T.unroll(FACTOR_ROWS):
-                                rows[f, hv, r0 + i] = 0.0
+                            beta_s1[ti] = nb
+                            g_s1[ti] = ng
+                        if 2 * hp + 2 + ht < gva:  # the next step's, in flight during this one
+                            nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + 2 * hp + 2 + ht], 0.0)
+                            ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + 2 * hp + 2 + ht], 0.0)
+                        T.sync_threads()  # the factors (and, on the first step, S) are visible
+                        if tx < C:
+                            diag_block_inverse(l_s, col, ti, beta_s0, cb)
+                            store_diag_block(x_s0, col, ti, True)
+                            chunk_cumsum(g_s0, gc_s0, ti, sc)
+                        else:
+                            diag_block_inverse(l_s, col, ti, beta_s1, cb)
+                            store_diag_block(x_s1, col, ti, True)
+                            chunk_cumsum(g_s1, gc_s1, ti, sc)
+                        T.sync_threads()
+                        head_tail(l_s, x_s0, beta_s0, gc_s0, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
+                                  ob_s, hk * gva + 2 * hp, t0, t_end, r0, last, tx)
+                        if 2 * hp + 1 < gva:
+                            head_tail(l_s, x_s1, beta_s1, gc_s1, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b,
+                                      col_g, ob_s, hk * gva + 2 * hp + 1, t0, t_end, r0, last, tx)
+                else:
+                    for hr in T.serial(gva):
+                        T.sync_threads()  # the previous head's readers of the factors and x_s are done
+                        if tx < C:
+                            beta_s0[ti] = nb
+                            g_s0[ti] = ng
+                            if hr + 1 < gva:  # the next head's, in flight during this one
+                                nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + hr + 1], 0.0)
+                                ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + hr + 1], 0.0)
+                        T.sync_threads()  # the factors (and, on the first head, S) are visible
+                        if tx < C:
+                            diag_block_inverse(l_s, col, ti, beta_s0, cb)
+                            store_diag_block(x_s0, col, ti, True)
+                        else:  # meanwhile the other 64 threads form the chunk cumsum of g
+                            chunk_cumsum(g_s0, gc_s0, ti, sc)
+                        T.sync_threads()
+                        head_tail(l_s, x_s0, beta_s0, gc_s0, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
+                                  ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
                 T.tma_store_wait()
 
     return kkt_solve_gva

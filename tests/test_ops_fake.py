@@ -284,3 +284,16 @@ def test_bad_head_split_is_refused_before_any_launch(head_split, block_v):
         ops.ChunkForward(T=64, H=2, HV=8, K=128, V=128, N=1, dtype=torch.bfloat16, device=torch.device("cpu"),
                          use_l2norm=False, output_final_state=False, has_h0=False, block_v=block_v,
                          head_split=head_split, chunk_table=cu, cu_seqlens=cu, o_shape=(64, 8, 128))
+
+
+def test_kkt_variant_by_head_sharing(monkeypatch):
+    """"auto" runs kkt_solve per key head (kkt_solve_gva) when value heads share key heads, per value head ("mma16")
+    otherwise; an explicit FLASHQLA_KKT_MERGE value is taken as it is; every variant the runtime can pick is built."""
+    from flashqla_kernels import specs
+
+    monkeypatch.setattr(ops, "KKT_MERGE", "auto")
+    assert [ops.kkt_variant(16, hv) for hv in (16, 32, 48, 64)] == ["mma16", "gva", "gva", "gva"]
+    monkeypatch.setattr(ops, "KKT_MERGE", "mma")
+    assert ops.kkt_variant(16, 64) == "mma"
+    built = {s.kwargs().get("merge", s.kernel) for s in specs.kkt_solve_specs() + specs.kkt_solve_gva_specs()}
+    assert {"mma16", "kkt_solve_gva"} <= built

@@ -24,10 +24,20 @@ FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf beta, b
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
-# Block-merge variant of kkt_solve ("mma": every block below the diagonal by warp-level 3xTF32 mma.sync, default
-# since v12; "tc": 32 -> 64 merge on tf32 tensor cores, v3-v11; "regs": all on CUDA cores). The older two stay built
-# as A/B baselines (benchmarks/results/2026-11-24-h200-s13/kkt_mma_ab).
-KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "mma")
+# kkt_solve's variant (FLASHQLA_KKT_MERGE): "auto" (the default) runs "gva" when value heads share key heads
+# (HV / H >= 2) and "mma16" otherwise. "gva": one CTA per chunk and key head forms the inverses of its HV / H value
+# heads, which share K's load and K K^T (kkt_solve_gva.py; H200: kkt_solve -23% at GVA 4, -11% at 2, -15% at 3, +3%
+# at 1, results/2026-11-25-h200-s21/gva_ab). Per value head (kkt_solve.py): "mma16" (the row stripes' blocks below the
+# diagonal by fp16 m16n8k16 mma.sync, -1.5% against "mma"), "mma" (tf32 m16n8k8, v12-v20), "tc" (32 -> 64 merge on
+# tf32 tensor cores, v3-v11), "regs" (CUDA cores); the older ones stay built as A/B baselines.
+KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "auto")
+
+
+def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
+    """The kkt_solve variant that KKT_MERGE selects for these head counts (see KKT_MERGE)."""
+    if KKT_MERGE == "auto":
+        return "gva" if num_v_heads // num_k_heads >= 2 else "mma16"
+    return KKT_MERGE
 # V blocks at which chunk_fwd can form each chunk's inverse itself, so kkt_solve runs as its rows-only pass (the
 # kernels' table, flashqla_kernels/specs.py FUSED_INVERSE_BLOCK_VS, says the same; a test checks it), and whether
 # it does (FLASHQLA_FUSED_INVERSE=1|0; both variants are built; off by default while the separate kkt_solve is faster:
@@ -199,11 +209,11 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
              chunk_table: torch.Tensor, device_index: int) -> BoundLaunch:
     """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma"), per call:
     k, beta, g, a (any valid pointer without solve) and rows."""
-    if solve and KKT_MERGE == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
-        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm)
+    merge = kkt_variant(H, HV) if solve else "mma"
+    if merge in ("gva", "gva2"):  # one CTA per key head and chunk (kkt_solve_gva.py); gva2: two heads a step
+        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, pair_heads=merge == "gva2")
     else:
-        b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=KKT_MERGE if solve else "mma",
-                    solve=solve)
+        b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
                        num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
 
