@@ -1,5 +1,7 @@
 """Chunk inverse, gated: A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, per chunk and value head,
 with the chunk-local cumsum of g and the other per-token factors that the fused kernel needs.
+(When value heads share key heads, the runtime runs kkt_solve_gva.py instead: the same outputs from one CTA per
+chunk and key head. This program serves GVA 1, as merge "mma16", and the rows-only pass.)
 
 Inputs (tokens of every sequence packed along one axis, T = total tokens):
     k            [T, H, K]   bf16/fp16, key head of value head hv is hv // (HV // H)
@@ -82,9 +84,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                       a_store: str = "tma", pdl: bool = True, solve: bool = True, tf32x3: bool = False,
                       diag_stride: int = 24):
     """merge: "regs" (register-tiled block products), "tc"
-    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3) or "mma" (v12: every block
-    below the diagonal by warp-level tf32 mma.sync in registers, split into hi and lo parts (3xTF32, about
-    fp32 accuracy); see `solve_row_stripe`).
+    (16 -> 32 register-tiled, 32 -> 64 as two tf32 tensor-core products, v3), "mma" (v12: every block
+    below the diagonal by warp-level tf32 mma.sync in registers, see `solve_row_stripe` and tf32x3) or "mma16"
+    (the same recurrence on fp16 m16n8k16 tiles, `solve_row_stripe_f16`: errors unchanged, kkt_solve -1.5% on H200).
     min_blocks_per_sm: CTAs an SM must be able to hold (the launch bound caps registers at
     65536 / (threads x it); shared memory, 33.5 KB + 1 KB static a CTA, allows 6; "mma" with its diagonal-only x_s,
     23.3 KB + 1 KB, allows 9). Default 6, and 7 (72 registers) for "mma" without the in-kernel norm: measured on

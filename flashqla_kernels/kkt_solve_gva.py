@@ -30,20 +30,19 @@ from .kkt_solve import FACTOR_ROWS, L2NORM_EPS, LOG2E
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 6,
-                          diag_stride: int = 20, pair_heads: bool = False, pdl: bool = True):
+                          diag_stride: int = 20, pdl: bool = True):
     """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread; 7 spills 40 bytes and was
     5% slower on H200, results/2026-11-25-h200-s21/gva7_ab).
     diag_stride: floats between the rows of x_s, which holds the four 16 x 16 diagonal inverses (block-local
     columns, see chunk_inverse.diag_col); 20 puts the recurrence's B-fragment loads of X_JJ on distinct banks.
-    pair_heads: two heads a step, their diagonal inverses formed at once by the two halves of the CTA (each half
-    then forms its head's cumsum), so one substitution phase and one barrier serve two heads; otherwise threads
-    0..63 form a head's diagonal inverses while threads 64..127 form its cumsum."""
+    Threads 0..63 form a head's diagonal inverses while threads 64..127 form its cumsum. (Two heads a step, their
+    diagonal inverses formed at once by the two halves of the CTA, was 25% slower on H200:
+    results/2026-11-25-h200-s21/gva2_ab.)"""
     K, C = head_dim_k, chunk_size
     assert C == CHUNK and threads == 2 * C
     SUB = C // 4
     XS = diag_stride
     assert XS >= SUB and XS % 2 == 0
-    NB = 2 if pair_heads else 1  # heads whose factors and diagonal inverses are in shared memory at once
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -111,15 +110,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
             k_v = T.view(l_s, (C, K), dtype)
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
-            x_s0 = T.alloc_shared((C, XS), "float32")
-            beta_s0 = T.alloc_shared((C,), "float32")
-            g_s0 = T.alloc_shared((C,), "float32")
-            gc_s0 = T.alloc_shared((C,), "float32")
-            if pair_heads:
-                x_s1 = T.alloc_shared((C, XS), "float32")
-                beta_s1 = T.alloc_shared((C,), "float32")
-                g_s1 = T.alloc_shared((C,), "float32")
-                gc_s1 = T.alloc_shared((C,), "float32")
+            x_s = T.alloc_shared((C, XS), "float32")
+            beta_s = T.alloc_shared((C,), "float32")
+            g_s = T.alloc_shared((C,), "float32")
+            gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
             nb = T.alloc_var("float32")  # this thread's token's beta and g of the next head it serves
@@ -146,16 +140,15 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             t_end = chunk_table[cid, 1]
             r0 = chunk_table[cid, 2]
             tx = T.get_thread_binding()
-            ht = tx // C  # the head of a step whose factors this thread loads (pair_heads; else threads < C, head 0)
-            ti = tx % C  # and its token
+            ti = tx % C  # the token whose factors this thread loads (threads < C)
 
             if t0 < t_end:
                 if tx < 32:
                     T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                     T.barrier_arrive(k_ready[0])
-                if tx < C * NB:  # the first step's beta and g
-                    nb = T.if_then_else((t0 + ti < t_end) & (ht < gva), beta[t0 + ti, hk * gva + ht], 0.0)
-                    ng = T.if_then_else((t0 + ti < t_end) & (ht < gva), g[t0 + ti, hk * gva + ht], 0.0)
+                if tx < C:  # the first head's beta and g
+                    nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva], 0.0)
+                    ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva], 0.0)
                 T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal (one branch a warp, as kkt_solve)
@@ -179,53 +172,23 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     if j // SUB <= i // SUB:
                         l_s[i, j] = kk_f[i, j]
                 last = T.min(C, t_end - t0) - 1
-                if pair_heads:
-                    # heads 2p (threads 0..63) and 2p + 1 (threads 64..127) a step: each half forms its head's
-                    # diagonal inverses, then its cumsum; the two heads' row stripes and epilogues follow in turn
-                    for hp in T.serial(T.ceildiv(gva, 2)):
-                        T.sync_threads()  # the previous step's readers of the factors and x_s are done
-                        if tx < C:
-                            beta_s0[ti] = nb
-                            g_s0[ti] = ng
-                        else:
-                            beta_s1[ti] = nb
-                            g_s1[ti] = ng
-                        if 2 * hp + 2 + ht < gva:  # the next step's, in flight during this one
-                            nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + 2 * hp + 2 + ht], 0.0)
-                            ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + 2 * hp + 2 + ht], 0.0)
-                        T.sync_threads()  # the factors (and, on the first step, S) are visible
-                        if tx < C:
-                            diag_block_inverse(l_s, col, ti, beta_s0, cb)
-                            store_diag_block(x_s0, col, ti, True)
-                            chunk_cumsum(g_s0, gc_s0, ti, sc)
-                        else:
-                            diag_block_inverse(l_s, col, ti, beta_s1, cb)
-                            store_diag_block(x_s1, col, ti, True)
-                            chunk_cumsum(g_s1, gc_s1, ti, sc)
-                        T.sync_threads()
-                        head_tail(l_s, x_s0, beta_s0, gc_s0, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
-                                  ob_s, hk * gva + 2 * hp, t0, t_end, r0, last, tx)
-                        if 2 * hp + 1 < gva:
-                            head_tail(l_s, x_s1, beta_s1, gc_s1, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b,
-                                      col_g, ob_s, hk * gva + 2 * hp + 1, t0, t_end, r0, last, tx)
-                else:
-                    for hr in T.serial(gva):
-                        T.sync_threads()  # the previous head's readers of the factors and x_s are done
-                        if tx < C:
-                            beta_s0[ti] = nb
-                            g_s0[ti] = ng
-                            if hr + 1 < gva:  # the next head's, in flight during this one
-                                nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + hr + 1], 0.0)
-                                ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + hr + 1], 0.0)
-                        T.sync_threads()  # the factors (and, on the first head, S) are visible
-                        if tx < C:
-                            diag_block_inverse(l_s, col, ti, beta_s0, cb)
-                            store_diag_block(x_s0, col, ti, True)
-                        else:  # meanwhile the other 64 threads form the chunk cumsum of g
-                            chunk_cumsum(g_s0, gc_s0, ti, sc)
-                        T.sync_threads()
-                        head_tail(l_s, x_s0, beta_s0, gc_s0, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
-                                  ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
+                for hr in T.serial(gva):
+                    T.sync_threads()  # the previous head's readers of the factors and x_s are done
+                    if tx < C:
+                        beta_s[ti] = nb
+                        g_s[ti] = ng
+                        if hr + 1 < gva:  # the next head's, in flight during this one
+                            nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + hr + 1], 0.0)
+                            ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + hr + 1], 0.0)
+                    T.sync_threads()  # the factors (and, on the first head, S) are visible
+                    if tx < C:
+                        diag_block_inverse(l_s, col, ti, beta_s, cb)
+                        store_diag_block(x_s, col, ti, True)
+                    else:  # meanwhile the other 64 threads form the chunk cumsum of g
+                        chunk_cumsum(g_s, gc_s, ti, sc)
+                    T.sync_threads()
+                    head_tail(l_s, x_s, beta_s, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
+                              ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
                 T.tma_store_wait()
 
     return kkt_solve_gva

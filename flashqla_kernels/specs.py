@@ -55,8 +55,7 @@ def kkt_solve_specs() -> list[Spec]:
 
 def kkt_solve_gva_specs() -> list[Spec]:
     """kkt_solve per key head (kkt_solve_gva.py): the value heads sharing a key head share K and K K^T."""
-    return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, pair_heads=p) for d in DTYPES for l2 in (False, True)
-            for p in (False, True)]
+    return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2) for d in DTYPES for l2 in (False, True)]
 
 
 def chunk_fwd_specs() -> list[Spec]:
@@ -100,7 +99,7 @@ def manual_syncs(spec: Spec) -> bool:
     which the pass cannot see. It put four 128-thread barriers into each step of the auxiliary loop (conflicts
     between the producer warp's writes to different stages), so the three warps that form P waited for the
     producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary)."""
-    return spec.kernel == "chunk_fwd" or (spec.kernel == "kkt_solve_gva" and spec.kwargs().get("pair_heads", False))
+    return spec.kernel == "chunk_fwd"
 
 
 def program_for(spec: Spec):

@@ -62,7 +62,7 @@ def _needs_kernels(kernels_ready):
     pass
 
 
-@pytest.mark.parametrize("merge", ["regs", "tc", "mma", "mma16", "gva", "gva2"])
+@pytest.mark.parametrize("merge", ["regs", "tc", "mma", "mma16", "gva"])
 def test_kkt_solve_matches_float64(monkeypatch, merge):
     from flashqla import ops
     from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_solve

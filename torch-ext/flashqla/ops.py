@@ -210,8 +210,8 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma"), per call:
     k, beta, g, a (any valid pointer without solve) and rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
-    if merge in ("gva", "gva2"):  # one CTA per key head and chunk (kkt_solve_gva.py); gva2: two heads a step
-        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, pair_heads=merge == "gva2")
+    if merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
+        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm)
     else:
         b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
