@@ -67,15 +67,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         gc_h[i] = T.if_then_else(i < 32, sc[0], sc[1] + sc[2]) * LOG2E
 
     @T.macro
-    def fetch_factors(beta, g, beta_h, g_h, t, hv, i):
-        """Thread i: token t's beta and g of head hv into beta_h[i], g_h[i] by cp.async (no registers; the caller
-        commits the group). Values of tokens past the sequence's end are never used: L's rows past it are masked
-        in S, the gate of a stored row reads G of its own and earlier tokens only, and the factor rows past it
-        are written as zeros."""
-        T.ptx_cp_async(T.access_ptr(beta_h[i], "w"), T.access_ptr(beta[t, hv], "r"), 1)
-        T.ptx_cp_async(T.access_ptr(g_h[i], "w"), T.access_ptr(g[t, hv], "r"), 1)
-
-    @T.macro
     def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
                   r0, last, tx):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
@@ -120,15 +111,13 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             k_v = T.view(l_s, (C, K), dtype)
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
             x_s = T.alloc_shared((C, XS), "float32")
-            # beta and g of a head, double-buffered by the head's parity: the next head's arrive by cp.async
-            # during this one's solve (through registers, ptxas spilled them and so waited for the loads at once)
-            beta_s0 = T.alloc_shared((C,), "float32")
-            g_s0 = T.alloc_shared((C,), "float32")
-            beta_s1 = T.alloc_shared((C,), "float32")
-            g_s1 = T.alloc_shared((C,), "float32")
+            beta_s = T.alloc_shared((C,), "float32")
+            g_s = T.alloc_shared((C,), "float32")
             gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
+            nb = T.alloc_var("float32")  # this thread's token's beta and g of the next head it serves
+            ng = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             rb_f = T.alloc_fragment((C,), "float32")
             cn_f = T.alloc_fragment((C,), "float32")
@@ -157,9 +146,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 if tx < 32:
                     T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                     T.barrier_arrive(k_ready[0])
-                if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
-                    fetch_factors(beta, g, beta_s0, g_s0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
-                T.ptx_commit_group()
+                if tx < C:  # the first head's beta and g
+                    nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva], 0.0)
+                    ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva], 0.0)
                 T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal (one branch a warp, as kkt_solve)
@@ -183,26 +172,23 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     if j // SUB <= i // SUB:
                         l_s[i, j] = kk_f[i, j]
                 last = T.min(C, t_end - t0) - 1
-                for hp in T.serial(T.ceildiv(gva, 2)):  # two heads a step, so that each parity's buffers are static
-                    for par in (0, 1):
-                        bs, gs = (beta_s0, g_s0) if par == 0 else (beta_s1, g_s1)
-                        bn, gn = (beta_s1, g_s1) if par == 0 else (beta_s0, g_s0)
-                        hr = 2 * hp + par
-                        if hr < gva:
-                            T.sync_threads()  # the previous head's readers of bn, gn, gc_s and x_s are done
-                            if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
-                                fetch_factors(beta, g, bn, gn, T.min(t0 + ti, num_tokens - 1), hk * gva + hr + 1, ti)
-                            T.ptx_commit_group()  # (an empty group when there is none: one group a head)
-                            T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
-                            T.sync_threads()  # ... for every thread (and, on the first head, S is visible)
-                            if tx < C:
-                                diag_block_inverse(l_s, col, ti, bs, cb)
-                                store_diag_block(x_s, col, ti, True)
-                            else:  # meanwhile the other 64 threads form the chunk cumsum of g
-                                chunk_cumsum(gs, gc_s, ti, sc)
-                            T.sync_threads()
-                            head_tail(l_s, x_s, bs, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
-                                      ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
+                for hr in T.serial(gva):
+                    T.sync_threads()  # the previous head's readers of the factors and x_s are done
+                    if tx < C:
+                        beta_s[ti] = nb
+                        g_s[ti] = ng
+                        if hr + 1 < gva:  # the next head's, in flight during this one
+                            nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + hr + 1], 0.0)
+                            ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + hr + 1], 0.0)
+                    T.sync_threads()  # the factors (and, on the first head, S) are visible
+                    if tx < C:
+                        diag_block_inverse(l_s, col, ti, beta_s, cb)
+                        store_diag_block(x_s, col, ti, True)
+                    else:  # meanwhile the other 64 threads form the chunk cumsum of g
+                        chunk_cumsum(g_s, gc_s, ti, sc)
+                    T.sync_threads()
+                    head_tail(l_s, x_s, beta_s, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
+                              ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
                 T.tma_store_wait()
 
     return kkt_solve_gva

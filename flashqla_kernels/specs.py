@@ -98,11 +98,8 @@ def manual_syncs(spec: Spec) -> bool:
     and places its CTA-level barriers itself: chunk_fwd, whose warpgroups hand every stage over on mbarriers,
     which the pass cannot see. It put four 128-thread barriers into each step of the auxiliary loop (conflicts
     between the producer warp's writes to different stages), so the three warps that form P waited for the
-    producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary).
-    And kkt_solve_gva, whose loop body appears twice (one copy a head parity): in the second copy the pass put a
-    CTA barrier inside one warp's branch of the epilogue (a barrier the other warps never reach); the kernel's own
-    barriers order every shared-memory hand-off."""
-    return spec.kernel in ("chunk_fwd", "kkt_solve_gva")
+    producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary)."""
+    return spec.kernel == "chunk_fwd"
 
 
 def program_for(spec: Spec):
