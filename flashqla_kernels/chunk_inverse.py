@@ -23,6 +23,18 @@ TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, 
 XO_REGS = 8 * (CHUNK // SUB - 1)  # registers of a warp's row-stripe blocks (8 a block, three blocks at most)
 
 
+def at(buf, i):
+    """buf[i], or buf(i) when buf is an accessor (a Python function of the index, e.g. one row of a 2-D buffer
+    chosen at run time)."""
+    return buf(i) if callable(buf) else buf[i]
+
+
+def row_of(buf, *lead):
+    """The accessor i -> buf[lead..., i] (one row of buf, chosen by run-time indices), for `at`. Built here, outside
+    any prim_func body, whose Python TileLang rewrites."""
+    return lambda i: buf[(*lead, i)]
+
+
 def gated(x, g_row, g_col):
     """One element of the gated inverse, X_ij exp2(G_i - G_j) with G in log2 units (`gate_rows` and
     `gate_row_stripe` both form it so, hence the same bits). min() is a no-op for g <= 0 (the op's contract) and
@@ -76,7 +88,7 @@ def block_product(acc, c0, a_f, b_f, ah, al, bh, bl, split):
 def diag_block_inverse(l_s, col, tx, col_scale=None, cb=None):
     """Thread tx < C: column tx % SUB of the inverse of L's diagonal block tx / SUB (unit lower triangular) into
     col[SUB] by forward substitution (reads only that block of l_s).
-    col_scale (a buffer of C factors, e.g. beta) and cb[SUB]: l_s holds S and L = S diag(col_scale), applied as
+    col_scale (a buffer of C factors, e.g. beta, or an accessor, see `at`) and cb[SUB]: l_s holds S and L = S diag(col_scale), applied as
     L_rs col_s = S_rs (col_scale_s col_s), cb_s = col_scale_s col_s formed once row s is final."""
     blk = tx // SUB
     cj = tx % SUB
@@ -89,7 +101,7 @@ def diag_block_inverse(l_s, col, tx, col_scale=None, cb=None):
                 else:
                     col[r] = col[r] - l_s[blk * SUB + r, blk * SUB + s_] * cb[s_]
         if col_scale is not None:
-            cb[r] = col_scale[blk * SUB + r] * col[r]
+            cb[r] = at(col_scale, blk * SUB + r) * col[r]
 
 
 @T.macro
@@ -197,7 +209,7 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
                                 bf[r] = l_s[SUB * Kb + 8 * (r // 2) + 2 * tq + r % 2, SUB * J + 8 * q + gq]
                             else:
                                 bf[r] = l_s[SUB * Kb + 8 * (r // 2) + 2 * tq + r % 2, SUB * J + 8 * q + gq] * \
-                                    col_scale[SUB * J + 8 * q + gq]
+                                    at(col_scale, SUB * J + 8 * q + gq)
                         to_f16(bq, 0, bf, 0, 4)
                         mma_f16(tt, 4 * q, xa, 8 * Kb, bq)
             # X_IJ = (-T) X_JJ

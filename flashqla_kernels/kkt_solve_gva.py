@@ -23,7 +23,7 @@ masked row stores), then the head's factor rows. Shared memory ~31 KB a CTA.
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_row_stripe, solve_row_stripes_f16,
+from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, row_of, gate_row_stripe, solve_row_stripes_f16,
                             store_diag_block)
 from .kkt_solve import FACTOR_ROWS, L2NORM_EPS, LOG2E
 
@@ -55,8 +55,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         scan the halves g[0:32] and g[32:64] by shuffles (sc[0], sc[1]: the running sums; sc[2], sc[3]: the
         shuffled terms), the upper half adds the lower half's total."""
         lane = i % 32
-        sc[0] = g_h[lane]
-        sc[1] = g_h[32 + lane]
+        sc[0] = at(g_h, lane)
+        sc[1] = at(g_h, 32 + lane)
         for d in (1, 2, 4, 8, 16):
             sc[2] = T.shfl_up(sc[0], d)
             sc[3] = T.shfl_up(sc[1], d)
@@ -65,6 +65,15 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 sc[1] = sc[1] + sc[3]
         sc[2] = T.shfl_sync(sc[0], 31)
         gc_h[i] = T.if_then_else(i < 32, sc[0], sc[1] + sc[2]) * LOG2E
+
+    @T.macro
+    def fetch_factors(beta, g, fac_s, p, t, hv, i):
+        """Thread i: token t's beta and g of head hv into fac_s[p, 0, i], fac_s[p, 1, i] by cp.async (no
+        registers; the caller commits the group). Values of tokens past the sequence's end are never used: L's
+        rows past it are masked in S, the gate of a stored row reads G of its own and earlier tokens only, and
+        the factor rows past it are written as zeros."""
+        T.ptx_cp_async(T.access_ptr(fac_s[p, 0, i], "w"), T.access_ptr(beta[t, hv], "r"), 1)
+        T.ptx_cp_async(T.access_ptr(fac_s[p, 1, i], "w"), T.access_ptr(g[t, hv], "r"), 1)
 
     @T.macro
     def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
@@ -89,8 +98,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 rows[0, hv, r0 + i] = gc_h[i]
                 rows[1, hv, r0 + i] = rk_i
                 rows[2, hv, r0 + i] = T.exp2(gc_h[i]) * rk_i
-                rows[3, hv, r0 + i] = T.exp2(gc_h[last] - gc_h[i]) * rk_i * beta_h[i]
-                rows[4, hv, r0 + i] = beta_h[i]
+                rows[3, hv, r0 + i] = T.exp2(gc_h[last] - gc_h[i]) * rk_i * at(beta_h, i)
+                rows[4, hv, r0 + i] = at(beta_h, i)
             else:
                 for f in T.unroll(FACTOR_ROWS):
                     rows[f, hv, r0 + i] = 0.0
@@ -111,13 +120,13 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             k_v = T.view(l_s, (C, K), dtype)
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
             x_s = T.alloc_shared((C, XS), "float32")
-            beta_s = T.alloc_shared((C,), "float32")
-            g_s = T.alloc_shared((C,), "float32")
+            # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of a head, double-buffered by the head's parity p: the next
+            # head's arrive by cp.async during this one's solve (through registers, ptxas spilled them and the
+            # prefetch waited for its loads at once)
+            fac_s = T.alloc_shared((2, 2, C), "float32")
             gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
-            nb = T.alloc_var("float32")  # this thread's token's beta and g of the next head it serves
-            ng = T.alloc_var("float32")
             kk_f = T.alloc_fragment((C, C), "float32")
             rb_f = T.alloc_fragment((C,), "float32")
             cn_f = T.alloc_fragment((C,), "float32")
@@ -146,9 +155,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 if tx < 32:
                     T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                     T.barrier_arrive(k_ready[0])
-                if tx < C:  # the first head's beta and g
-                    nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva], 0.0)
-                    ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva], 0.0)
+                if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
+                    fetch_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
+                T.ptx_commit_group()
                 T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal (one branch a warp, as kkt_solve)
@@ -173,21 +182,21 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         l_s[i, j] = kk_f[i, j]
                 last = T.min(C, t_end - t0) - 1
                 for hr in T.serial(gva):
-                    T.sync_threads()  # the previous head's readers of the factors and x_s are done
+                    par = hr % 2
+                    T.sync_threads()  # the previous head's readers of its factors, gc_s and x_s are done
+                    if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
+                        fetch_factors(beta, g, fac_s, 1 - par, T.min(t0 + ti, num_tokens - 1), hk * gva + hr + 1, ti)
+                    T.ptx_commit_group()  # (an empty group when there is none: one group a head)
+                    T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
+                    T.sync_threads()  # ... for every thread (and, on the first head, S is visible)
+                    beta_h = row_of(fac_s, par, 0)  # this head's beta (an accessor, chunk_inverse.at)
                     if tx < C:
-                        beta_s[ti] = nb
-                        g_s[ti] = ng
-                        if hr + 1 < gva:  # the next head's, in flight during this one
-                            nb = T.if_then_else(t0 + ti < t_end, beta[t0 + ti, hk * gva + hr + 1], 0.0)
-                            ng = T.if_then_else(t0 + ti < t_end, g[t0 + ti, hk * gva + hr + 1], 0.0)
-                    T.sync_threads()  # the factors (and, on the first head, S) are visible
-                    if tx < C:
-                        diag_block_inverse(l_s, col, ti, beta_s, cb)
+                        diag_block_inverse(l_s, col, ti, beta_h, cb)
                         store_diag_block(x_s, col, ti, True)
                     else:  # meanwhile the other 64 threads form the chunk cumsum of g
-                        chunk_cumsum(g_s, gc_s, ti, sc)
+                        chunk_cumsum(row_of(fac_s, par, 1), gc_s, ti, sc)
                     T.sync_threads()
-                    head_tail(l_s, x_s, beta_s, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
+                    head_tail(l_s, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
                               ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
                 T.tma_store_wait()
 
