@@ -1,13 +1,15 @@
 """kkt_solve with one CTA per (chunk slot, key head): the gva value heads that share a key head share its chunk's
 K load and K K^T, and the CTA forms their gated inverses one after another.
 
-Inputs and outputs: exactly kkt_solve's (kkt_solve.py), a and rows bitwise independent of which program wrote them
-only up to rounding (L's column factor is applied at its uses, see below).
+Inputs and outputs: exactly kkt_solve's (kkt_solve.py); a differs from kkt_solve's by rounding only (L's column
+factor is applied at its uses, see below), and the same inputs give the same bits on every run.
 
 Why: kkt_solve spends ~30% of its warp samples in its prologue (the chunk table's load, then K's TMA and beta / g:
 two dependent global latencies a CTA) and ~20% of its shared-memory wavefronts storing L (Nsight Compute on H200,
 results/2026-11-25-h200-s21/ncu_kkt). Per key head instead of per value head, the table, K, the wgmma and S's store
-are paid once for gva heads, and each head's beta and g are loaded during the previous head's solve.
+are paid once for gva heads, and each head's beta and g arrive by cp.async during the previous head's solve
+(kkt_solve -11% at GVA 2 to -23% at GVA 4 on H200, results/2026-11-25-h200-s21/gva_ab; the prefetch -2 to -8%,
+cp_async_ab2).
 
 Tile plan: one CTA of 128 threads per (slot, key head), grid (S, H). K [C, K] by one TMA copy into the 16 KB tile
 that then holds S = strict_lower(K K^T) (fp32, rows past the sequence's end masked; with use_l2norm scaled by
@@ -17,13 +19,16 @@ head hv = hk gva + r, r = 0..gva-1: L = S diag(beta_hv) is never stored: its col
 so the four 16 x 16 diagonal inverses (threads 0..63; threads 64..127 meanwhile form the chunk cumsum of g), the row
 stripes (fp16 m16n8k16, `solve_row_stripe_f16`) and the gated epilogue from registers (`gate_row_stripe`) into a
 bf16 staging tile of its own (8 KB: S stays live), from which a full chunk leaves by one TMA store (a partial one by
-masked row stores), then the head's factor rows. Shared memory ~31 KB a CTA.
+masked row stores), then the head's factor rows. The heads' beta and g sit in a [2, 2, C] buffer by head parity,
+the parity a run-time index (`chunk_inverse.row_of`): the loop body exists once (a copy a parity made the kernel 10%
+slower, cp_async_ab). Shared memory ~31 KB a CTA, 80 registers: 6 CTAs an SM.
+Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's beta and g.
 """
 
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, row_of, gate_row_stripe, solve_row_stripes_f16,
+from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, row_of, solve_row_stripes_f16,
                             store_diag_block)
 from .kkt_solve import FACTOR_ROWS, L2NORM_EPS, LOG2E
 
