@@ -70,12 +70,44 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, XO_REGS, diag_block_inverse, gate_row_stripe, gate_rows, solve_row_stripes,
+from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, gate_rows, solve_row_stripes,
                             solve_row_stripes_f16, store_diag_block)
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
 FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); chunk_fwd loads them by one TMA box
+
+
+@T.macro
+def store_key_norms(kk_f, rn_s, tx):
+    """rn_s[i] = 1 / ||k_i|| from the diagonal of K K^T (kk_f, the wgmma accumulator of 128 threads): one branch a
+    warp, so that the block tests fold to constants and 4 of a thread's 32 registers remain candidates (one test over
+    all 32 was ~15% of kkt_solve's instructions)."""
+    C = CHUNK
+    SUB = C // 4
+    for w in (0, 1, 2, 3):  # a Python loop: w is a constant in each branch
+        if tx // 32 == w:
+            for i, j in T.Parallel(C, C):
+                if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
+                    rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+
+
+@T.macro
+def store_factor_rows(rows, hv, r0, t0, t_end, last, gc, beta_h, rn_s, use_l2norm):
+    """A chunk's five factor rows of head hv (see the module docstring) from its cumsum gc (log2 units), beta_h (a
+    buffer or an accessor, chunk_inverse.at) and, with use_l2norm, rn_s; the rows past the sequence's end up to the
+    chunk's end as zeros. last: the chunk's last token."""
+    for i in T.Parallel(CHUNK):
+        if t0 + i < t_end:
+            rk_i = rn_s[i] if use_l2norm else 1.0  # 1/||k_i||, or 1 without the in-kernel norm
+            rows[0, hv, r0 + i] = gc[i]
+            rows[1, hv, r0 + i] = rk_i
+            rows[2, hv, r0 + i] = T.exp2(gc[i]) * rk_i
+            rows[3, hv, r0 + i] = T.exp2(gc[last] - gc[i]) * rk_i * at(beta_h, i)
+            rows[4, hv, r0 + i] = at(beta_h, i)
+        else:
+            for f in T.unroll(FACTOR_ROWS):
+                rows[f, hv, r0 + i] = 0.0
 
 
 def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: str = "regs",
@@ -253,14 +285,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         T.barrier_wait(k_ready[0], 0)
                     T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal: its owners write 1/||k_i|| (L is stored once)
-                    # one branch a warp: warp w holds rows [16 w, 16 w + 16), so inside its branch the block
-                    # tests fold to constants and 4 of the thread's 32 registers remain candidates (one test over
-                    # all 32 was ~15% of the kernel's instructions)
-                    for w in (0, 1, 2, 3):  # a Python loop: w is a constant in each branch
-                        if tx // 32 == w:
-                            for i, j in T.Parallel(C, C):
-                                if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
-                                    rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+                    store_key_norms(kk_f, rn_s, tx)
                 if solve and use_l2norm:
                     # the row and column factors into registers once (per element they were 3 shared loads)
                     for i in T.Parallel(C):
@@ -364,17 +389,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                 # the fused kernel's per-token factors (its producer used to form them from G and 1/||k||),
                 # the whole chunk box: rows past the sequence's end are zeros (d = 0 removes those tokens)
                 last = T.min(C, t_end - t0) - 1
-                for i in T.Parallel(C):
-                    if t0 + i < t_end:
-                        rk_i = rn_s[i] if use_l2norm else 1.0  # 1/||k_i||, or 1 without the in-kernel norm
-                        rows[0, hv, r0 + i] = gc_s[i]
-                        rows[1, hv, r0 + i] = rk_i
-                        rows[2, hv, r0 + i] = T.exp2(gc_s[i]) * rk_i
-                        rows[3, hv, r0 + i] = T.exp2(gc_s[last] - gc_s[i]) * rk_i * beta_s[i]
-                        rows[4, hv, r0 + i] = beta_s[i]
-                    else:
-                        for f in T.unroll(FACTOR_ROWS):
-                            rows[f, hv, r0 + i] = 0.0
+                store_factor_rows(rows, hv, r0, t0, t_end, last, gc_s, beta_s, rn_s, use_l2norm)
                 if solve and a_store == "tma":
                     T.tma_store_wait()  # the staging tile must outlive the bulk store's reads
 

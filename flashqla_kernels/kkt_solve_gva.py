@@ -30,7 +30,7 @@ import tilelang.language as T
 
 from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, row_of, solve_row_stripes_f16,
                             store_diag_block)
-from .kkt_solve import FACTOR_ROWS, L2NORM_EPS, LOG2E
+from .kkt_solve import FACTOR_ROWS, LOG2E, store_factor_rows, store_key_norms
 
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
@@ -97,17 +97,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             for i, j in T.Parallel(C, C):
                 if t0 + i < t_end:
                     a[t0 + i, hv, j] = ao_s[i, j]
-        for i in T.Parallel(C):
-            if t0 + i < t_end:
-                rk_i = rn_s[i] if use_l2norm else 1.0
-                rows[0, hv, r0 + i] = gc_h[i]
-                rows[1, hv, r0 + i] = rk_i
-                rows[2, hv, r0 + i] = T.exp2(gc_h[i]) * rk_i
-                rows[3, hv, r0 + i] = T.exp2(gc_h[last] - gc_h[i]) * rk_i * at(beta_h, i)
-                rows[4, hv, r0 + i] = at(beta_h, i)
-            else:
-                for f in T.unroll(FACTOR_ROWS):
-                    rows[f, hv, r0 + i] = 0.0
+        store_factor_rows(rows, hv, r0, t0, t_end, last, gc_h, beta_h, rn_s, use_l2norm)
 
     @T.prim_func
     def kkt_solve_gva(
@@ -165,12 +155,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 T.ptx_commit_group()
                 T.barrier_wait(k_ready[0], 0)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
-                if use_l2norm:  # ||k_i||^2 is the diagonal (one branch a warp, as kkt_solve)
-                    for w in (0, 1, 2, 3):
-                        if tx // 32 == w:
-                            for i, j in T.Parallel(C, C):
-                                if (i // SUB == w) & (j // 8 == i // 8) & (i == j):
-                                    rn_s[i] = T.rsqrt(kk_f[i, j] + L2NORM_EPS)
+                if use_l2norm:  # ||k_i||^2 is the diagonal
+                    store_key_norms(kk_f, rn_s, tx)
                     T.sync_threads()  # rn_s written by the diagonal's owners, read by all
                     for i in T.Parallel(C):
                         rb_f[i] = rn_s[i]
