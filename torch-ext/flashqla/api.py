@@ -35,7 +35,10 @@ _ARGS_DOC = """
         initial_state: state entering each sequence [N, HV, K, V] (K-major), fp32 (bf16 is accepted
             and upcast); None means zeros.
         output_final_state: also return the state after each sequence's last token.
-        use_qk_l2norm_in_kernel: L2-normalise q and k over K (eps 1e-6) before use.
+        use_qk_l2norm_in_kernel: L2-normalise q and k over K (eps 1e-6) before use. Without it the GPU
+            kernels expect the delta rule's stable regime, beta ||k||^2 <= 2 (unit keys, as Qwen3-Next's
+            layers give them): the chunk inverse's products run on fp16 operands, which overflow to inf for
+            keys whose norms make its entries exceed 65504.
         cu_seqlens: packed variable-length sequences: int32/int64 offsets [N + 1] on q's device,
             starting at 0, non-decreasing, ending at T, with B == 1. Zero-length sequences are
             allowed (their final state is their initial state). None means N = B sequences of length T.
