@@ -68,7 +68,7 @@ import tilelang
 import tilelang.language as T
 
 from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
-                            solve_row_stripes_f16, store_diag_block, store_row_stripe)
+                            store_diag_block, store_row_stripe)
 from .kkt_solve import FACTOR_ROWS
 
 L2NORM_EPS = 1e-6
@@ -99,7 +99,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
                       producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
-                      inverse_f16: bool = False,
                       o_store: str = "stmatrix"):
     # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
     # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
@@ -263,8 +262,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(empty[st])
 
     @T.macro
-    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, xa,
-                     th, bq, bf, x_b, g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
+    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
+                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
         forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
@@ -300,10 +299,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         if ta < C:
             store_diag_block(lx_s, col, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
-        if inverse_f16:
-            solve_row_stripes_f16(lx_s, lx_s, xo, tt, xa, th, bq, bf, ta)
-        else:
-            solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
+        solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
         T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
         store_row_stripe(lx_s, xo, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
@@ -447,10 +443,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 al = T.alloc_local((4,), "uint32")
                 bh = T.alloc_local((2,), "uint32")
                 bl = T.alloc_local((2,), "uint32")
-                xa = T.alloc_local((8 * 4,), "float16") if inverse_f16 else None  # see solve_row_stripe_f16
-                th = T.alloc_local((8,), "float16") if inverse_f16 else None
-                bq = T.alloc_local((4,), "float16") if inverse_f16 else None
-                bf = T.alloc_local((8,), acc) if inverse_f16 else None
                 x_b = T.alloc_local((2 * INV_EPILOGUE_BATCH,), acc)
                 g_b = T.alloc_local((INV_EPILOGUE_BATCH,), acc)
                 o_b = T.alloc_local((2,), dtype)
@@ -576,7 +568,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 c = 2 * c2 + par
                                 if c < n_chunks:
                                     form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
-                                                 ah, al, bh, bl, xa, th, bq, bf, x_b, g_b, o_b, col_g, full, p_used, a_ready,
+                                                 ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
                                                  seq_start, seq_end, c, tx - ST)
                                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                            empty, p_ready, p_used, seq_start, seq_end, scale, c)

@@ -38,6 +38,8 @@ def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     if KKT_MERGE == "auto":
         return "gva" if num_v_heads // num_k_heads >= 2 else "mma16"
     return KKT_MERGE
+
+
 # V blocks at which chunk_fwd can form each chunk's inverse itself, so kkt_solve runs as its rows-only pass (the
 # kernels' table, flashqla_kernels/specs.py FUSED_INVERSE_BLOCK_VS, says the same; a test checks it), and whether
 # it does (FLASHQLA_FUSED_INVERSE=1|0; both variants are built; off by default while the separate kkt_solve is faster:
