@@ -96,7 +96,29 @@ def lower_to_source(prim_func, pass_configs: dict | None = None, manual_fences: 
     wrapper.assign_pass_configs(pass_configs)
     wrapper.assign_host_module(artifact.host_mod)
     wrapper.assign_device_module(artifact.device_mod)
-    return add_packed_entry(cache_driver_entry_points(wrapper.wrap(artifact.kernel_source)))
+    return add_packed_entry(cache_driver_entry_points(add_device_helpers(wrapper.wrap(artifact.kernel_source))))
+
+
+# Device helpers that kernels call by name (T.call_extern) where TileLang has no builtin, defined in the generated
+# source before the first kernel when it calls them.
+_DEVICE_HELPERS = {
+    "flashqla_prefetch_l2": """
+// bytes (a multiple of 16) from a 16-byte aligned global address into L2, asynchronously (one bulk operation)
+__device__ __forceinline__ void flashqla_prefetch_l2(const void* ptr, unsigned int bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(ptr), "r"(bytes) : "memory");
+}
+""",
+}
+
+
+def add_device_helpers(source: str) -> str:
+    """The generated source with the definitions of the `_DEVICE_HELPERS` it calls inserted before its first
+    kernel declaration; unchanged if it calls none."""
+    used = [body for name, body in _DEVICE_HELPERS.items() if name + "(" in source]
+    if not used:
+        return source
+    at = source.index('extern "C" __global__')
+    return source[:at] + "".join(used) + "\n" + source[at:]
 
 
 # TileLang's host wrapper encodes each TMA descriptor through CUTLASS's driver wrapper, which asks

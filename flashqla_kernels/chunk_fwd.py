@@ -16,6 +16,11 @@ Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     scale      fp32 run-time scalar; flags int32: bit 0 = h0 given, bit 1 = write final state
     hv_base, launch_heads  int32: the launch covers value heads [hv_base, hv_base + launch_heads) (all HV, or one
                              part of a head split: torch-ext/flashqla/dispatch.py choose_head_split)
+    seq_table  [N + 1, 4]    int32: row i = (n, cu_seqlens[n], cu_seqlens[n + 1], 0) for the i-th sequence in
+                             the order a persistent grid hands the items out (longest first; the last row unused;
+                             not read with a CTA an item, which takes the sequences in index order), ops.sequence_table
+    num_ctas   int32         the grid: the item count (one item a CTA) or fewer (a persistent grid, each CTA
+                             walking several items: dispatch.choose_grid)
 Outputs:
     o          [T, HV, V]    q's dtype
     ht         [N(+1), HV, K, V] fp32 final states (written only when flags & 2)
@@ -33,10 +38,13 @@ a is written by kkt_solve, cu_seqlens[-1] == T is validated), so their Vn column
 d = 0 (kkt_solve's zero factor rows past each sequence) removes from the state and the masked Gamma removes
 from O; they are never stored.
 
-Tile plan: one CTA per (sequence, value head of the launch's range, V block of `block_v`), block_v / 64 "state"
-warpgroups, one auxiliary warpgroup and (producer_wg, the default) a producer warpgroup (threads =
-128 (block_v / 64 + 1), + 128 with the producer warpgroup; setmaxnreg 192 / 192 / 104 / 24 at block_v 128,
-208 / 160 / 24 at block_v 64):
+Tile plan: an item is a (sequence, value head of the launch's range, V block of `block_v`); num_ctas CTAs, CTA b
+taking the items b, then 2 num_ctas - 1 - b, 2 num_ctas + b, ... (`item_index`: rounds of num_ctas items in
+alternating directions, sequences in seq_table's order). Each warpgroup walks the CTA's items on its own, so the
+producer loads the next item's first chunks and the auxiliary warpgroup forms their P while the state warpgroups
+finish the item before: the stages and P's buffers run on across items (their barrier phases count the CTA's
+chunks). Per CTA block_v / 64 "state" warpgroups, one auxiliary warpgroup and a producer warpgroup (threads =
+128 (block_v / 64 + 2); setmaxnreg 192 / 192 / 104 / 24 at block_v 128, 208 / 160 / 24 at block_v 64):
     state WGs : S^T [block_v, K] fp32 in registers, rows split over the warpgroups (64 each). Every product
                 has a register A operand (wgmma with A in registers: S^T, W^T, Vn^T and Vn^T d are converted
                 to bf16 in place, their accumulator layout being the operand layout) and a shared B operand
@@ -48,11 +56,11 @@ warpgroups, one auxiliary warpgroup and (producer_wg, the default) a producer wa
     aux WG    : P = (Q K^T) (.) Gamma with the row norms and scale folded in (the row factor scale / ||q_r||
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
-                gamma_r scale / ||q_r||. Without producer_wg its first warp is also the producer, between two P's.
+                gamma_r scale / ||q_r||.
                 With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
                 the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
-    producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of chunk c into stage c % NS as
-                soon as the stage is released, nothing else (its own warpgroup's first warp with producer_wg).
+    producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of the CTA's chunk gc into stage
+                gc % NS as soon as the stage is released, nothing else (its warpgroup's first warp).
 The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
@@ -95,25 +103,21 @@ def accumulator_layout(rows: int, cols: int):
 
 def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v: int = 128,
                       head_dim: int = 128, chunk_size: int = 64, num_stages: int = 3,
-                      state_regs: int | None = None, aux_regs: int | None = None, aux_unroll: int | None = None,
+                      state_regs: int | None = None, aux_regs: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
-                      pdl: bool = True, sq_order: str | None = None, producer_wg: bool | None = None,
-                      producer_regs: int = 24, fused_inverse: bool | None = None, inverse_tf32x3: bool = False,
-                      o_store: str = "stmatrix"):
-    # aux_unroll: chunks a step of the auxiliary loop, 2 at block_v 128, 1 at 64 (the loop shapes that the
-    # producer's former prefetch register sets needed and were measured with, results/2026-11-23-h200-s7/
-    # producer_sets_ab; the producer no longer prefetches).
+                      pdl: bool = True, sq_order: str | None = None, producer_regs: int = 24,
+                      fused_inverse: bool | None = None, inverse_tf32x3: bool = False, o_store: str = "stmatrix",
+                      prefetch_h0: bool = True, persistent: bool = False):
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
     # the block_v 64 rows 1-2% slower.
-    # setmaxnreg (block_v 128, or any block_v with producer_wg): the state warpgroups grow to `state_regs` (inc), the
-    # others shrink to `aux_regs` and `producer_regs` (dec). The pool is what the launch allocated (LAUNCH_REGS a
-    # thread: 512 threads x 128, 384 x 168), so the warpgroups' sum is at most THREADS / 128 x LAUNCH_REGS; asking for
-    # more makes setmaxnreg.inc wait forever. At block_v 64 without producer_wg (256 threads) every thread may hold 255.
+    # setmaxnreg: the state warpgroups grow to `state_regs` (inc), the others shrink to `aux_regs` and
+    # `producer_regs` (dec). The pool is what the launch allocated (LAUNCH_REGS a thread: 512 threads x 128, 384 x
+    # 168), so the warpgroups' sum is at most THREADS / 128 x LAUNCH_REGS; asking for more makes setmaxnreg.inc wait
+    # forever.
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
-    AUX_UNROLL = aux_unroll or (2 if block_v == 128 else 1)
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
     # v_load_early (ldsm): V^T's ldmatrix loads right after the stage's full wait instead of after S^T Q^T's
     # issue. Default at block_v 64 only. Measured (results/2026-11-24-h200-s11/v_early_ab): block_v 64 rows
@@ -124,7 +128,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # complete when a CTA starts: the state warpgroups load h0 at once, and only the auxiliary warpgroup, whose
     # producer loads a and rows by TMA, waits for kkt_solve's grid (griddepcontrol.wait) before its first load.
     # sq_order: how long S^T Q^T (issued right after Z^T) overlaps the forming of W^T, i.e. how much of st_b is
-    # live then. "overlap" (default without producer_wg): all of it runs on while W^T is formed (st_b, ot_f, z_f
+    # live then. "overlap" (default at block_v 64): all of it runs on while W^T is formed (st_b, ot_f, z_f
     # and V^T/W^T all live: ptxas serialises every wgmma below state_regs 208). "wait": both products are waited
     # for before W^T (st_b dead by then). "split": S^T in bf16 as two K halves (st_h0, st_h1) and each product as
     # two commit groups of the same wgmma instructions in the same order, so S^T Q^T's first half is done, and st_h0
@@ -132,45 +136,42 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # serialisation (block_v 128, all four dtype/l2norm specs; ptxas of CUDA 13.0, sm_90a); every variant computes
     # the same values (the fp32 accumulation order is unchanged). "split" at 192 / aux 120 measured the same speed
     # as "overlap" at 208 / 88 (results/2026-11-24-h200-s14/beta_on_vn_split_ab): the budget of a 4-warpgroup kernel.
-    # producer_wg (default; v14 at block_v 128, session 19 at 64): the TMA producer is a warpgroup of its own (its first warp issues,
+    # The producer warpgroup (v14 at block_v 128, session 19 at 64): the TMA producer is a warpgroup of its own (its first warp issues,
     # at setmaxnreg producer_regs), not the auxiliary warpgroup's first warp between two P's, so loads run as far
     # ahead as the stages allow and P's loop waits on nothing but its inputs and P's buffers. 512 threads launch
     # with 128 registers each: 2 state_regs + aux_regs + producer_regs <= 512 (FlashInfer's split: 2 x 192 + 104 +
     # 24), so the state warpgroups run sq_order "split" at 192 (defaults then: 192 / 104). Measured
     # (results/2026-11-24-h200-s14/producer_wg_ab): block_v 128 rows 1-3% less GPU time (graph replay), 2.5-5% less
-    # eager time. Without it: "overlap", state 208 / aux 88 (at block_v 64 no setmaxnreg: 256 threads, 234 registers).
+    # eager time. (The former layout, the producer as the auxiliary warpgroup's first warp between two P's, was
+    # removed in session 22 with the persistent item loop.)
     # At block_v 64 (session 19): 384 threads launch with 168 registers each; the single state warpgroup grows to 208
     # for sq_order "overlap", the auxiliary warpgroup shrinks to 160, the producer to producer_regs (ptxas: no spill
     # in the four specs), so that P's loop, which paces the block_v 64 step, no longer waits for a stage's release
     # before the next P. Measured (results/2026-11-25-h200-s19/v64_producer_ab, graph replay): block_v 64 rows 2-4%
     # less GPU time (27B-TP1 1x32768 0.914 / 0.921 vs 0.938 / 0.936 ms), outputs bitwise equal.
-    PRODUCER_WG = True if producer_wg is None else producer_wg
-    FOUR_WG = PRODUCER_WG and block_v == 128
+    FOUR_WG = block_v == 128
     sq_order = sq_order or ("split" if FOUR_WG else "overlap")
     state_regs = state_regs or (192 if FOUR_WG else 208)
-    aux_regs = aux_regs or (104 if FOUR_WG else (160 if PRODUCER_WG else 88))
-    producer_wg = PRODUCER_WG
-    # fused_inverse (default with producer_wg): the auxiliary warpgroup forms each chunk's gated inverse itself
+    aux_regs = aux_regs or (104 if FOUR_WG else 160)
+    # fused_inverse (default at block_v 128): the auxiliary warpgroup forms each chunk's gated inverse itself
     # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
     fused_inverse = FOUR_WG if fused_inverse is None else fused_inverse
-    assert not fused_inverse or producer_wg, "the inverse needs the auxiliary warpgroup free of the producer's loads"
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
     # "stmatrix" (stmatrix.trans: four 8 x 8 bf16 matrices an instruction, the pairs packed by one conversion each)
     # or "scalar" (one 2-byte shared store an element: 32 a thread a chunk)
     assert o_store in ("stmatrix", "scalar")
     PACK = "__pack_nv_bfloat162" if dtype == "bfloat16" else "__pack_half2"
-    assert AUX_UNROLL in (1, 2) and v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
+    assert v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert V % BV == 0 and BV % 64 == 0
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
     ST = 128 * NSW                      # state threads
-    THREADS = ST + 128 + (128 if producer_wg else 0)
+    THREADS = ST + 256
     LAUNCH_REGS = 65536 // THREADS // 8 * 8  # registers a thread at launch (one CTA an SM): setmaxnreg's pool
-    assert not producer_wg or NSW * state_regs + aux_regs + producer_regs <= (NSW + 2) * LAUNCH_REGS
-    assert NSW == 1 or producer_wg or 2 * state_regs + aux_regs <= 3 * 168
-    PT = ST + 128  # first thread of the producer warpgroup (producer_wg)
+    assert NSW * state_regs + aux_regs + producer_regs <= (NSW + 2) * LAUNCH_REGS
+    PT = ST + 128  # first thread of the producer warpgroup
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -180,13 +181,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     full_row = T.GemmWarpPolicy.FullRow
 
     @T.macro
-    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c):
-        """Producer warp: chunk c into stage c % NS once the stage's previous chunk is released, all by TMA:
-        q, k, v, a and the chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are
-        zeros, so d = 0 there)."""
-        st = c % NS
+    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c, gc):
+        """Producer warp: chunk c of the item into stage gc % NS (gc: the CTA's running chunk count, which orders
+        the stages across its items) once the stage's previous chunk is released, all by TMA: q, k, v, a and the
+        chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0 there)."""
+        st = gc % NS
         t0 = seq_start + c * C
-        T.barrier_wait(empty[st], (c // NS + 1) % 2)
+        T.barrier_wait(empty[st], (gc // NS + 1) % 2)
         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
@@ -213,14 +214,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-               p_used, seq_start, seq_end, scale, c):
-        """Auxiliary warpgroup, chunk c: P = (Q K^T) (.) Gamma with the row/column factors folded in (bf16) and
-        the output's row factor into the double buffer c % 2, fenced for the state warpgroups' wgmma; then
-        the stage's and P's barriers."""
-        st = c % NS
+               p_used, seq_start, seq_end, scale, c, gc, pu):
+        """Auxiliary warpgroup, chunk c of the item (stage gc % NS): P = (Q K^T) (.) Gamma with the row/column
+        factors folded in (bf16) and the output's row factor into the double buffer c % 2 (pu: that buffer's
+        uses by the CTA's earlier items, which offsets its barriers' phases), fenced for the state warpgroups'
+        wgmma; then the stage's and P's barriers."""
+        st = gc % NS
         pb = c % 2
         t0 = seq_start + c * C
-        T.barrier_wait(full[st], (c // NS) % 2)
+        T.barrier_wait(full[st], (gc // NS) % 2)
         T.gemm(q_s[st, :, :], k_s[st, :, :], p_f, transpose_B=True, clear_accum=True)
         # the gate and norm factors of the thread's rows and columns into registers once (read per
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
@@ -253,7 +255,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # so only that copy waits for the state to release P's buffer.
         for i, j in T.Parallel(C, C):
             pb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]), 0.0)
-        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)
+        T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)
         T.copy(pb_f, p_s[pb, :, :])
         for i in T.Parallel(C):
             of_s[pb, i] = T.exp2(gr_f[i])
@@ -263,7 +265,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
-                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, ta):
+                     g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, gc, pu, ta):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
         forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
@@ -271,10 +273,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         inverses written over L's diagonal blocks, the row stripes' blocks (chunk_inverse.py) over L's blocks
         below the diagonal, then the gate Gamma_ij = exp(G_i - G_j) and the rounding to the input dtype. ta: the
         thread's index in the warpgroup. Named barriers (INV_BARRIER_ID) order the in-place steps on lx_s."""
-        st = c % NS
+        st = gc % NS
         pb = c % 2
         t0 = seq_start + c * C
-        T.barrier_wait(full[st], (c // NS) % 2)
+        T.barrier_wait(full[st], (gc // NS) % 2)
         T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
         if use_l2norm:  # row factor 1/||k_i||, column factor beta_j / ||k_j|| (kkt_solve's rows 1 and 4)
             for i in T.Parallel(C):
@@ -303,28 +305,49 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
         store_row_stripe(lx_s, xo, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
-        T.barrier_wait(p_used[pb], (c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
+        T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
         gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
     @T.macro
-    def p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
-                        full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0, scale, n_chunks, tx,
-                        loads):
-        """Auxiliary warpgroup at block_v 128: P for every chunk, two chunks a step (c % 2, P's buffer, is a constant
-        in each copy); with `loads` (no producer warpgroup) its first warp loads chunk c + NS - 1 after each P."""
+    def p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
+                        p_used, seq_start, seq_end, scale, n_chunks, base, pu0, pu1):
+        """Auxiliary warpgroup: P for every chunk of the item, two chunks a step (c % 2, P's buffer, is a constant
+        in each copy; base: the CTA's chunks before the item, pu0 / pu1: the buffers' uses before it)."""
         for c2 in T.serial(T.ceildiv(n_chunks, 2)):
             for par in T.unroll(2):
                 c = 2 * c2 + par
                 if c < n_chunks:
                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-                           p_used, seq_start, seq_end, scale, c)
-                    if loads:
-                        if tx < ST + 32 and c + NS - 1 < n_chunks:
-                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
-                                       hv, v0, c + NS - 1)
+                           p_used, seq_start, seq_end, scale, c, base + c, pu0 if par == 0 else pu1)
+
+    def item_index(it, bid, num_ctas):
+        """The item of CTA bid in round it: rounds alternate their direction (item it num_ctas + bid in even rounds,
+        + num_ctas - 1 - bid in odd ones), so that with sequences sorted longest first (seq_table) no CTA takes the
+        longest item of every round."""
+        return it * num_ctas + T.if_then_else(it % 2 == 0, bid, num_ctas - 1 - bid)
+
+    @T.macro
+    def item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, n, hv, hk, seq_start, seq_end):
+        """Item p -> its sequence n and token range, value head and key head (one int32 division, not a 64-bit one
+        inlined into every index), into the one-element local arrays given; the V block is p % NVB. On a
+        persistent grid the i = p / (NVB launch_heads)-th sequence in seq_table's order (one row: no dependent
+        second load); with a CTA an item sequence i itself, whose n needs no load, so the state warpgroups' h0
+        loads start at once, as before the item loop. (NVB launch_heads is never named: at NVB = 1 the name would
+        rename the argument.)"""
+        i = p // (NVB * launch_heads)
+        if persistent:
+            n[0] = seq_table[i, 0]
+            seq_start[0] = seq_table[i, 1]
+            seq_end[0] = seq_table[i, 2]
+        else:
+            n[0] = i
+            seq_start[0] = cu_seqlens[i]
+            seq_end[0] = cu_seqlens[i + 1]
+        hv[0] = hv_base + (p % (NVB * launch_heads)) // NVB
+        hk[0] = hv[0] // (num_v_heads // num_k_heads)
 
     @T.macro
     def state_times(st_b, st_h0, st_h1, x_s, st, acc_f):
@@ -396,21 +419,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         flags: T.int32,
         hv_base: T.int32,
         launch_heads: T.int32,
+        seq_table: T.Tensor((num_seqs_p1, 4), "int32"),
+        num_ctas: T.int32,
     ):
-        # value heads [hv_base, hv_base + launch_heads) (all of them, or one part of a head split, see dispatch.py)
-        with T.Kernel(NVB * launch_heads, num_seqs_p1 - 1, threads=THREADS) as (bhv, n):
-            hv = hv_base + bhv // NVB
-            v0 = (bhv % NVB) * BV
-            hk = T.alloc_var("int32")  # one int32 division, not a 64-bit one inlined into every index
-            hk = hv // (num_v_heads // num_k_heads)
-            seq_start = cu_seqlens[n]
-            # the sequence's first factor row (kkt_solve's layout, ops.rows_start: 16-byte aligned for TMA, and
-            # a gap of C zero rows after each sequence, so a partial last chunk's rows past the end read zeros)
-            rows0 = T.alloc_var("int32")
-            rows0 = (seq_start + 3) // 4 * 4 + C * n
-            seq_end = cu_seqlens[n + 1]
-            n_chunks = T.ceildiv(seq_end - seq_start, C)
-
+        # items: (sequence, value head of [hv_base, hv_base + launch_heads) (all of them, or one part of a head
+        # split, see dispatch.py), V block); CTA b takes the items of `item_index` (one each when num_ctas is the
+        # item count, several when it is smaller: a persistent grid)
+        num_items = NVB * launch_heads * (num_seqs_p1 - 1)
+        # the rounds of items (with a CTA an item: one, and no loop or test in the generated code)
+        ROUNDS = T.serial(T.ceildiv(num_items, num_ctas)) if persistent else range(1)
+        with T.Kernel(num_ctas, threads=THREADS) as bid:
             # stages filled by the producer
             q_s = T.alloc_shared((NS, C, K), dtype)
             k_s = T.alloc_shared((NS, C, K), dtype)
@@ -484,127 +502,183 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
             if fused_inverse:
                 a_ready = T.alloc_barrier(arrive_count=[128, 128])
+            # the current item (item_of), per thread; each warpgroup walks the CTA's items on its own
+            it_n = T.alloc_local((1,), "int32")
+            it_hv = T.alloc_local((1,), "int32")
+            it_hk = T.alloc_local((1,), "int32")
+            it_start = T.alloc_local((1,), "int32")
+            it_end = T.alloc_local((1,), "int32")
+            p = T.alloc_var("int32")
+            # the CTA's chunks before the item (stage gc = base + c) and the uses of P's buffers 0 / 1 before it
+            # (constants 0 with a CTA an item: that kernel's indices are the single-item kernel's)
+            base = pu0 = pu1 = 0
+            if persistent:
+                base = T.alloc_var("int32")
+                pu0 = T.alloc_var("int32")
+                pu1 = T.alloc_var("int32")
 
             tx = T.get_thread_binding()
 
             if tx < ST:
                 # ------------------------------------------------------------- state warpgroups
-                if NSW > 1 or producer_wg:
-                    T.set_max_nreg(state_regs, 1)
-                if flags % 2 == 1:
-                    for i, j in T.Parallel(BV, K):
-                        st_f[i, j] = h0[n, hv, j, v0 + i]
-                else:
-                    T.clear(st_f)
-                for c in T.serial(n_chunks):
-                    st = c % NS
-                    pb = c % 2
-                    t0 = seq_start + c * C
-                    T.barrier_wait(full[st], (c // NS) % 2)
-                    if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
-                        load_v_transposed(v_s, vt_b, st, tx)
-                    if sq_order == "split":  # S^T in bf16 as two K halves: st_h0 dies once S^T Q^T's first half is done
-                        for i, j in T.Parallel(BV, K // 2):
-                            st_h0[i, j] = st_f[i, j]
-                        for i, j in T.Parallel(BV, K // 2):
-                            st_h1[i, j] = st_f[i, j + K // 2]
-                    else:
-                        T.copy(st_f, st_b)
-                    state_times(st_b, st_h0, st_h1, k_s, st, z_f)  # Z^T = S^T K^T
-                    if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
-                        store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
-                    state_times(st_b, st_h0, st_h1, q_s, st, ot_f)  # S^T Q^T
-                    if v_load == "ldsm" and not V_EARLY:
-                        load_v_transposed(v_s, vt_b, st, tx)
-                    # "overlap": Z^T done, S^T Q^T may still run while W^T is formed; "split": Z^T and S^T Q^T's
-                    # first half done, its second half may still run; "wait": both done
-                    T.wait_wgmma(0 if sq_order == "wait" else 1)
-                    if v_load == "ldsm":
-                        for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
-                    else:
-                        for i, j in T.Parallel(BV, C):
-                            w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
-                    if fused_inverse:
-                        T.barrier_wait(a_ready[pb], (c // 2) % 2)
-                        T.wgmma_gemm(w_b, a_s[pb, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
-                    else:
-                        T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True, policy=full_row)
-                    # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang widened the
-                    # index to int64, a 64-bit c % 3 on the state's path every chunk)
-                    gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
-                    gl = T.exp2(fac_flat[gl_row])
-                    for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
-                        st_f[i, j] = st_f[i, j] * gl
-                    T.wait_wgmma(0)
-                    for i, j in T.Parallel(BV, C):
-                        w_b[i, j] = z_f[i, j] * fac_s[st, 3, j]
-                    T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
-                    for i, j in T.Parallel(BV, C):  # O's operand Vn = Vn' diag(beta), while the state update runs
-                        vn_b[i, j] = z_f[i, j] * fac_s[st, 4, j]
-                    T.barrier_wait(p_ready[pb], (c // 2) % 2)
-                    for i, j in T.Parallel(BV, C):
-                        ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
-                    T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False, policy=full_row)
-                    T.wait_wgmma(0)
-                    T.barrier_arrive(p_used[pb])
-                    T.barrier_arrive(empty[st])
-                    if not DEFER_O:
-                        store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
-                if DEFER_O and n_chunks > 0:
-                    store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
-                T.tma_store_wait()  # o_s must outlive the last store's reads
-                if flags // 2 % 2 == 1:
-                    for i, j in T.Parallel(BV, K):
-                        ht[n, hv, j, v0 + i] = st_f[i, j]
+                T.set_max_nreg(state_regs, 1)
+                if persistent:
+                    base = 0
+                    pu0 = 0
+                    pu1 = 0
+                for it in ROUNDS:
+                    p = item_index(it, bid, num_ctas) if persistent else bid
+                    if (p < num_items) if persistent else True:
+                        item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, it_n, it_hv,
+                                it_hk, it_start, it_end)
+                        n = it_n[0]
+                        hv = it_hv[0]
+                        v0 = (p % NVB) * BV
+                        seq_start = it_start[0]
+                        seq_end = it_end[0]
+                        n_chunks = T.ceildiv(seq_end - seq_start, C)
+                        if flags % 2 == 1:
+                            for i, j in T.Parallel(BV, K):
+                                st_f[i, j] = h0[n, hv, j, v0 + i]
+                        else:
+                            T.clear(st_f)
+                        for c in T.serial(n_chunks):
+                            gc = base + c
+                            st = gc % NS
+                            pb = c % 2
+                            pph = (T.if_then_else(pb == 0, pu0, pu1) + c // 2) % 2  # phase of P's buffer pb
+                            t0 = seq_start + c * C
+                            T.barrier_wait(full[st], (gc // NS) % 2)
+                            if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
+                                load_v_transposed(v_s, vt_b, st, tx)
+                            # "split": S^T in bf16 as two K halves, st_h0 dead once S^T Q^T's first half is done
+                            if sq_order == "split":
+                                for i, j in T.Parallel(BV, K // 2):
+                                    st_h0[i, j] = st_f[i, j]
+                                for i, j in T.Parallel(BV, K // 2):
+                                    st_h1[i, j] = st_f[i, j + K // 2]
+                            else:
+                                T.copy(st_f, st_b)
+                            state_times(st_b, st_h0, st_h1, k_s, st, z_f)  # Z^T = S^T K^T
+                            if DEFER_O and c > 0:  # the previous chunk's O^T (still in ot_f) leaves while Z^T runs
+                                store_o(o, o_s, ot_f, t0 - C, seq_end, hv, v0)
+                            state_times(st_b, st_h0, st_h1, q_s, st, ot_f)  # S^T Q^T
+                            if v_load == "ldsm" and not V_EARLY:
+                                load_v_transposed(v_s, vt_b, st, tx)
+                            # "overlap": Z^T done, S^T Q^T may still run while W^T is formed; "split": Z^T and S^T Q^T's
+                            # first half done, its second half may still run; "wait": both done
+                            T.wait_wgmma(0 if sq_order == "wait" else 1)
+                            if v_load == "ldsm":
+                                for i, j in T.Parallel(BV, C):
+                                    w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
+                            else:
+                                for i, j in T.Parallel(BV, C):
+                                    w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
+                            if fused_inverse:
+                                T.barrier_wait(a_ready[pb], pph)
+                                T.wgmma_gemm(w_b, a_s[pb, :, :], z_f, transpose_B=True, clear_accum=True,
+                                             policy=full_row)
+                            else:
+                                T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True,
+                                             policy=full_row)
+                            # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang
+                            # widened the index to int64, a 64-bit c % 3 on the state's path every chunk)
+                            gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
+                            gl = T.exp2(fac_flat[gl_row])
+                            for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
+                                st_f[i, j] = st_f[i, j] * gl
+                            T.wait_wgmma(0)
+                            for i, j in T.Parallel(BV, C):
+                                w_b[i, j] = z_f[i, j] * fac_s[st, 3, j]
+                            T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
+                            # O's operand Vn = Vn' diag(beta), while the state update runs
+                            for i, j in T.Parallel(BV, C):
+                                vn_b[i, j] = z_f[i, j] * fac_s[st, 4, j]
+                            T.barrier_wait(p_ready[pb], pph)
+                            for i, j in T.Parallel(BV, C):
+                                ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
+                            T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False,
+                                         policy=full_row)
+                            T.wait_wgmma(0)
+                            T.barrier_arrive(p_used[pb])
+                            T.barrier_arrive(empty[st])
+                            if not DEFER_O:
+                                store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
+                        if DEFER_O and n_chunks > 0:
+                            store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
+                        T.tma_store_wait()  # o_s must outlive the last store's reads
+                        if flags // 2 % 2 == 1:
+                            for i, j in T.Parallel(BV, K):
+                                ht[n, hv, j, v0 + i] = st_f[i, j]
+                        if persistent:
+                            base = base + n_chunks
+                            pu0 = pu0 + (n_chunks + 1) // 2
+                            pu1 = pu1 + n_chunks // 2
 
-            elif producer_wg:
-                if tx < PT:
-                    # ------------------------------------ auxiliary warpgroup: P (and with fused_inverse A~ first)
-                    T.set_max_nreg(aux_regs, 0)
-                    if fused_inverse:
-                        for c2 in T.serial(T.ceildiv(n_chunks, 2)):
-                            for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
-                                c = 2 * c2 + par
-                                if c < n_chunks:
-                                    form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f,
-                                                 ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used, a_ready,
-                                                 seq_start, seq_end, c, tx - ST)
-                                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                           empty, p_ready, p_used, seq_start, seq_end, scale, c)
-                    else:
-                        p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f,
-                                        gr_f, pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk,
-                                        hv, v0, scale, n_chunks, tx, False)
-                else:
-                    # ----------------------------------------------------- producer warpgroup (first warp loads)
-                    T.set_max_nreg(producer_regs, 0)
-                    if pdl:  # kkt_solve's a and rows are complete and visible from here on
-                        T.pdl_sync()
-                    for c in T.serial(n_chunks):
-                        if tx < PT + 32:
-                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
-                                       hv, v0, c)
+            elif tx < PT:
+                # --------------------------------- auxiliary warpgroup: P (and with fused_inverse A~ first)
+                T.set_max_nreg(aux_regs, 0)
+                if persistent:
+                    base = 0
+                    pu0 = 0
+                    pu1 = 0
+                for it in ROUNDS:
+                    p = item_index(it, bid, num_ctas) if persistent else bid
+                    if (p < num_items) if persistent else True:
+                        item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, it_n, it_hv,
+                                it_hk, it_start, it_end)
+                        seq_start = it_start[0]
+                        seq_end = it_end[0]
+                        n_chunks = T.ceildiv(seq_end - seq_start, C)
+                        if fused_inverse:
+                            for c2 in T.serial(T.ceildiv(n_chunks, 2)):
+                                for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
+                                    c = 2 * c2 + par
+                                    if c < n_chunks:
+                                        form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt,
+                                                     a_f, b_f, ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used,
+                                                     a_ready, seq_start, seq_end, c, base + c,
+                                                     pu0 if par == 0 else pu1, tx - ST)
+                                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
+                                               full, empty, p_ready, p_used, seq_start, seq_end, scale, c, base + c,
+                                               pu0 if par == 0 else pu1)
+                        else:
+                            p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
+                                            empty, p_ready, p_used, seq_start, seq_end, scale, n_chunks, base, pu0,
+                                            pu1)
+                        if persistent:
+                            base = base + n_chunks
+                            pu0 = pu0 + (n_chunks + 1) // 2
+                            pu1 = pu1 + n_chunks // 2
             else:
-                # ------------------------------------------------------------- auxiliary warpgroup
-                if NSW > 1:
-                    T.set_max_nreg(aux_regs, 0)
+                # ----------------------------------------------------- producer warpgroup (first warp loads)
+                T.set_max_nreg(producer_regs, 0)
                 if pdl:  # kkt_solve's a and rows are complete and visible from here on
                     T.pdl_sync()
-                # the producer (first warp) loads chunk c into stage c % NS, NS - 1 chunks ahead of P's chunk
-                for c0 in T.unroll(NS - 1):
-                    if tx < ST + 32 and c0 < n_chunks:
-                        load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c0)
-                if AUX_UNROLL == 2:
-                    p_loop_by_pairs(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f,
-                                    pb_f, gq_f, full, empty, p_ready, p_used, seq_start, seq_end, rows0, hk, hv, v0,
-                                    scale, n_chunks, tx, True)
-                else:
-                    for c in T.serial(n_chunks):
-                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty,
-                               p_ready, p_used, seq_start, seq_end, scale, c)
-                        if tx < ST + 32 and c + NS - 1 < n_chunks:
-                            load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk,
-                                       hv, v0, c + NS - 1)
+                if persistent:
+                    base = 0
+                for it in ROUNDS:
+                    p = item_index(it, bid, num_ctas) if persistent else bid
+                    if (p < num_items) if persistent else True:
+                        item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, it_n, it_hv,
+                                it_hk, it_start, it_end)
+                        n = it_n[0]
+                        seq_start = it_start[0]
+                        # the sequence's first factor row (kkt_solve's layout, ops.rows_start: 16-byte aligned for
+                        # TMA, and a gap of C zero rows after each sequence, so a partial last chunk's rows past the
+                        # end read zeros)
+                        rows0 = (seq_start + 3) // 4 * 4 + C * n
+                        n_chunks = T.ceildiv(it_end[0] - seq_start, C)
+                        if persistent and prefetch_h0 and it > 0 and flags % 2 == 1 and tx == PT:
+                            # the item's initial state into L2 while the state warpgroups finish the item before
+                            # (up to num_stages chunks): at the item boundary every CTA loads one, all at once
+                            T.call_extern("handle", "flashqla_prefetch_l2", T.address_of(h0[n, it_hv[0], 0, 0]),
+                                          K * V * 4)
+                        for c in T.serial(n_chunks):
+                            if tx < PT + 32:
+                                load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
+                                           it_hk[0], it_hv[0], (p % NVB) * BV, c, base + c)
+                        if persistent:
+                            base = base + n_chunks
 
     return chunk_fwd

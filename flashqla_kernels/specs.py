@@ -58,14 +58,22 @@ def kkt_solve_gva_specs() -> list[Spec]:
     return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2) for d in DTYPES for l2 in (False, True)]
 
 
+PERSISTENT_BLOCK_VS = (128,)  # chunk_fwd has a persistent-grid variant at these V blocks (A~ from kkt_solve)
+
+
 def chunk_fwd_specs() -> list[Spec]:
     """Every V block with A~ from kkt_solve, and at FUSED_INVERSE_BLOCK_VS also the variant that forms it itself
-    (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py)."""
-    return [
-        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=fused)
+    (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py), each with a CTA an item; at PERSISTENT_BLOCK_VS also
+    the persistent-grid variant with A~ from kkt_solve (CTAs walking several items, for launches of more items than
+    SMs: ops.chunk_fwd_grid)."""
+    one_item = [
+        make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=fused, persistent=False)
         for d in DTYPES for l2 in (False, True) for bv in (128, 64)
         for fused in ((True, False) if bv in FUSED_INVERSE_BLOCK_VS else (False,))
     ]
+    persistent = [make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=False, persistent=True)
+                  for d in DTYPES for l2 in (False, True) for bv in PERSISTENT_BLOCK_VS]
+    return one_item + persistent
 
 
 def recurrent_fwd_specs() -> list[Spec]:

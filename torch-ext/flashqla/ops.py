@@ -48,6 +48,10 @@ FUSED_INVERSE_BLOCK_VS = (128,)
 FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
+# chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
+# items outnumber the SMs, or one CTA an item (FLASHQLA_PERSISTENT=0), see chunk_fwd_grid
+PERSISTENT = os.environ.get("FLASHQLA_PERSISTENT", "1") != "0"
+PERSISTENT_BLOCK_VS = (128,)  # the V blocks with a persistent variant (flashqla_kernels/specs.py says the same)
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
@@ -188,6 +192,29 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     return torch.stack([t0, t_end, r0], 1).to(torch.int32).contiguous()
 
 
+def sequence_table(cu_seqlens: torch.Tensor) -> torch.Tensor:
+    """chunk_fwd's seq_table: int32 [N + 1, 4], row i = (n, cu_seqlens[n], cu_seqlens[n + 1], 0) for the i-th
+    sequence longest first (ties in index order; the last row unused), computed on the device (no sync). The
+    grid hands out the items in this order, a persistent grid in rounds of alternating direction, so the longest
+    sequences start first and no CTA takes the longest item of every round; a row gives an item's sequence and
+    token range in one load."""
+    lens = cu_seqlens[1:] - cu_seqlens[:-1]
+    order = torch.argsort(lens, descending=True, stable=True)
+    rows = torch.stack([order.to(torch.int32), cu_seqlens[order], cu_seqlens[order + 1], torch.zeros_like(lens)], 1)
+    return torch.cat([rows.to(torch.int32), rows.new_zeros(1, 4, dtype=torch.int32)]).contiguous()
+
+
+def chunk_fwd_grid(items: int, sms: int, block_v: int, fused: bool) -> tuple[int, bool]:
+    """(CTAs, persistent) of a chunk_fwd launch over `items` (sequence, head, V block) items: a persistent grid of
+    one CTA an SM when the items outnumber the SMs (V blocks of PERSISTENT_BLOCK_VS, A~ from kkt_solve; its
+    warpgroups run on from one item into the next, so the next item's loads, its P and its initial state's
+    prefetch into L2 overlap the end of the item before instead of a new CTA's start-up), else a CTA an item
+    (also with FLASHQLA_PERSISTENT=0)."""
+    if PERSISTENT and not fused and block_v in PERSISTENT_BLOCK_VS and items > sms:
+        return sms, True
+    return items, False
+
+
 def rows_start(seq_start, n, chunk: int = CHUNK):
     """First row of sequence n in kkt_solve's factor rows: its first token rounded up to a multiple of 4 (a TMA
     box starts 16-byte aligned) plus a gap of `chunk` rows per earlier sequence (a partial last chunk's box
@@ -303,11 +330,17 @@ class ChunkForward:
         flags = (1 if has_h0 else 0) | (2 if output_final_state else 0)
         parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
             ((block_v, 0, HV),)
+        from .dispatch import sm_count
+
+        sms = sm_count(device)
+        self.seq_table = sequence_table(cu_seqlens)  # kept alive here: the launches hold its address
+        grids = [chunk_fwd_grid(N * heads * (V // bv), sms, bv, self.fused) for bv, _, heads in parts]
         self.parts = [BoundLaunch(_binary("chunk_fwd", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, block_v=bv,
-                                          fused_inverse=self.fused), self.index,
+                                          fused_inverse=self.fused, persistent=persistent), self.index,
                                   cu_seqlens=cu_seqlens, flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T,
-                                  num_k_heads=H, num_v_heads=HV, rows_len=rows_len(T, N), num_seqs_p1=N + 1)
-                      for bv, hv_base, heads in parts]
+                                  num_k_heads=H, num_v_heads=HV, rows_len=rows_len(T, N), num_seqs_p1=N + 1,
+                                  seq_table=self.seq_table, num_ctas=ctas)
+                      for (bv, hv_base, heads), (ctas, persistent) in zip(parts, grids)]
 
     def __call__(self, q, k, v, g, beta, initial_state, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
         dev = self.device
