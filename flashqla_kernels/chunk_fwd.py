@@ -323,6 +323,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
                            p_used, seq_start, seq_end, scale, c, base + c, pu0 if par == 0 else pu1)
 
+    def item_rounds(num_items, num_ctas):
+        """A warpgroup's loop over the rounds of items (a fresh iterator each call): ceil(num_items / num_ctas) on a
+        persistent grid; with a CTA an item one round and no loop in the generated code."""
+        return T.serial(T.ceildiv(num_items, num_ctas)) if persistent else range(1)
+
     def item_index(it, bid, num_ctas):
         """The item of CTA bid in round it: rounds alternate their direction (item it num_ctas + bid in even rounds,
         + num_ctas - 1 - bid in odd ones), so that with sequences sorted longest first (seq_table) no CTA takes the
@@ -426,8 +431,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # split, see dispatch.py), V block); CTA b takes the items of `item_index` (one each when num_ctas is the
         # item count, several when it is smaller: a persistent grid)
         num_items = NVB * launch_heads * (num_seqs_p1 - 1)
-        # the rounds of items (with a CTA an item: one, and no loop or test in the generated code)
-        ROUNDS = T.serial(T.ceildiv(num_items, num_ctas)) if persistent else range(1)
         with T.Kernel(num_ctas, threads=THREADS) as bid:
             # stages filled by the producer
             q_s = T.alloc_shared((NS, C, K), dtype)
@@ -526,7 +529,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     base = 0
                     pu0 = 0
                     pu1 = 0
-                for it in ROUNDS:
+                for it in item_rounds(num_items, num_ctas):
                     p = item_index(it, bid, num_ctas) if persistent else bid
                     if (p < num_items) if persistent else True:
                         item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, it_n, it_hv,
@@ -622,7 +625,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     base = 0
                     pu0 = 0
                     pu1 = 0
-                for it in ROUNDS:
+                for it in item_rounds(num_items, num_ctas):
                     p = item_index(it, bid, num_ctas) if persistent else bid
                     if (p < num_items) if persistent else True:
                         item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, it_n, it_hv,
@@ -657,7 +660,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     T.pdl_sync()
                 if persistent:
                     base = 0
-                for it in ROUNDS:
+                for it in item_rounds(num_items, num_ctas):
                     p = item_index(it, bid, num_ctas) if persistent else bid
                     if (p < num_items) if persistent else True:
                         item_of(seq_table, cu_seqlens, p, persistent, launch_heads, hv_base, it_n, it_hv,
