@@ -333,8 +333,11 @@ class ChunkForward:
         from .dispatch import sm_count
 
         sms = sm_count(device)
-        self.seq_table = sequence_table(cu_seqlens)  # kept alive here: the launches hold its address
         grids = [chunk_fwd_grid(N * heads * (V // bv), sms, bv, self.fused) for bv, _, heads in parts]
+        # only a persistent launch reads the table (a CTA an item takes the sequences in index order): otherwise any
+        # valid pointer stands in, and no per-construction device work (the custom op builds one per call). Kept
+        # alive here: the launches hold its address.
+        self.seq_table = sequence_table(cu_seqlens) if any(p for _, p in grids) else cu_seqlens
         self.parts = [BoundLaunch(_binary("chunk_fwd", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, block_v=bv,
                                           fused_inverse=self.fused, persistent=persistent), self.index,
                                   cu_seqlens=cu_seqlens, flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T,
