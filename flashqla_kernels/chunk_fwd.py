@@ -107,7 +107,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_regs: int = 24,
                       fused_inverse: bool | None = None, inverse_tf32x3: bool = False, o_store: str = "stmatrix",
-                      prefetch_h0: bool = True, persistent: bool = False):
+                      prefetch_h0: bool = True, persistent: bool = False, preload_stages: int = 1):
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
@@ -116,8 +116,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # `producer_regs` (dec). The pool is what the launch allocated (LAUNCH_REGS a thread: 512 threads x 128, 384 x
     # 168), so the warpgroups' sum is at most THREADS / 128 x LAUNCH_REGS; asking for more makes setmaxnreg.inc wait
     # forever.
+    # preload_stages (with pdl): how many of the first item's stages get q, k and v before the wait on kkt_solve's
+    # grid, i.e. during kkt_solve's last wave (the rest of the stage, a and the factor rows, after it)
     K = V = head_dim
     C, BV, NS = chunk_size, block_v, num_stages
+    assert 0 <= preload_stages <= NS
     DEFER_O = block_v == 128 if defer_o_store is None else defer_o_store
     # v_load_early (ldsm): V^T's ldmatrix loads right after the stage's full wait instead of after S^T Q^T's
     # issue. Default at block_v 64 only. Measured (results/2026-11-24-h200-s11/v_early_ab): block_v 64 rows
@@ -165,6 +168,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     PACK = "__pack_nv_bfloat162" if dtype == "bfloat16" else "__pack_half2"
     assert v_load in ("ldsm", "lds") and sq_order in ("overlap", "wait", "split")
     assert V % BV == 0 and BV % 64 == 0
+    assert not persistent or BV == V  # the next item's h0 (state warpgroups) is decoded for one V block an item
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
     ST = 128 * NSW                      # state threads
@@ -181,16 +185,28 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     full_row = T.GemmWarpPolicy.FullRow
 
     @T.macro
-    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c, gc):
-        """Producer warp: chunk c of the item into stage gc % NS (gc: the CTA's running chunk count, which orders
-        the stages across its items) once the stage's previous chunk is released, all by TMA: q, k, v, a and the
-        chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0 there)."""
+    def load_inputs(q, k, v, q_s, k_s, v_s, full, seq_start, hk, hv, v0, c, gc):
+        """Producer warp: q, k and v of chunk c into stage gc % NS by TMA on the stage's full barrier (each copy
+        adds its bytes to the barrier's transaction count; the warp's arrive comes with the chunk's last copy)."""
         st = gc % NS
         t0 = seq_start + c * C
-        T.barrier_wait(empty[st], (gc // NS + 1) % 2)
         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
         T.tma_copy(k[t0:t0 + C, hk, 0:K], k_s[st, :, :], barrier=full[st])
         T.tma_copy(v[t0:t0 + C, hv, v0:v0 + BV], v_s[st, :, :], barrier=full[st])
+
+    @T.macro
+    def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c, gc,
+                   load_qkv):
+        """Producer warp: chunk c of the item into stage gc % NS (gc: the CTA's running chunk count, which orders
+        the stages across its items) once the stage's previous chunk is released, all by TMA: q, k, v (if load_qkv, a
+        Python bool or a run-time test: else they were issued before the wait on kkt_solve's grid, `load_inputs`),
+        a and the chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0
+        there)."""
+        st = gc % NS
+        t0 = seq_start + c * C
+        T.barrier_wait(empty[st], (gc // NS + 1) % 2)
+        if load_qkv:
+            load_inputs(q, k, v, q_s, k_s, v_s, full, seq_start, hk, hv, v0, c, gc)
         if not fused_inverse:
             T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
         T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
@@ -328,6 +344,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         persistent grid; with a CTA an item one round and no loop in the generated code."""
         return T.serial(T.ceildiv(num_items, num_ctas)) if persistent else range(1)
 
+    def qkv_due(it, c):
+        """Whether the producer still loads q, k, v of chunk c in round it: not for the first item's first
+        preload_stages chunks, whose were issued before the wait on kkt_solve's grid (pdl)."""
+        if not pdl or preload_stages == 0:
+            return True
+        return (it > 0) | (c >= preload_stages) if persistent else c >= preload_stages
+
     def item_index(it, bid, num_ctas):
         """The item of CTA bid in round it: rounds alternate their direction (item it num_ctas + bid in even rounds,
         + num_ctas - 1 - bid in odd ones), so that with sequences sorted longest first (seq_table) no CTA takes the
@@ -342,15 +365,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         second load); with a CTA an item sequence i itself, whose n needs no load, so the state warpgroups' h0
         loads start at once, as before the item loop. (NVB launch_heads is never named: at NVB = 1 the name would
         rename the argument.)"""
-        i = p // (NVB * launch_heads)
+        n[0] = p // (NVB * launch_heads)  # in int32 (inlined into the table's index it became a 64-bit division)
         if persistent:
-            n[0] = seq_table[i, 0]
-            seq_start[0] = seq_table[i, 1]
-            seq_end[0] = seq_table[i, 2]
+            seq_start[0] = seq_table[n[0], 1]
+            seq_end[0] = seq_table[n[0], 2]
+            n[0] = seq_table[n[0], 0]
         else:
-            n[0] = i
-            seq_start[0] = cu_seqlens[i]
-            seq_end[0] = cu_seqlens[i + 1]
+            seq_start[0] = cu_seqlens[n[0]]
+            seq_end[0] = cu_seqlens[n[0] + 1]
         hv[0] = hv_base + (p % (NVB * launch_heads)) // NVB
         hk[0] = hv[0] // (num_v_heads // num_k_heads)
 
@@ -474,6 +496,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                o_s: tilelang.layout.make_swizzled_layout(o_s)})
 
             st_f = T.alloc_fragment((BV, K), acc)     # S^T
+            if persistent:
+                # the next item's S^T (h0), loaded at the end of an item (live only across the item boundary)
+                h0_f = T.alloc_fragment((BV, K), acc)
+                nx_state = T.alloc_local((2,), "int32")  # its (sequence, value head) in h0; value head -1: none
             # S^T in bf16 (the A operand of Z^T and S^T Q^T): whole, or by K halves with sq_order "split"
             st_b = st_h0 = st_h1 = None
             if sq_order == "split":
@@ -529,6 +555,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                     base = 0
                     pu0 = 0
                     pu1 = 0
+                    T.clear(h0_f)
                 for it in item_rounds(num_items, num_ctas):
                     p = item_index(it, bid, num_ctas) if persistent else bid
                     if (p < num_items) if persistent else True:
@@ -541,8 +568,24 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         seq_end = it_end[0]
                         n_chunks = T.ceildiv(seq_end - seq_start, C)
                         if flags % 2 == 1:
-                            for i, j in T.Parallel(BV, K):
-                                st_f[i, j] = h0[n, hv, j, v0 + i]
+                            if persistent:  # past the first round h0 arrived during the item before (h0_f)
+                                if it > 0:
+                                    for i, j in T.Parallel(BV, K):
+                                        st_f[i, j] = h0_f[i, j]
+                                else:
+                                    for i, j in T.Parallel(BV, K):
+                                        st_f[i, j] = h0[n, hv, j, v0 + i]
+                                # the CTA's next item's initial state (its seq_table row is read now, so the load's
+                                # latency passes during this item's chunks)
+                                nx_state[1] = -1
+                                if item_index(it + 1, bid, num_ctas) < num_items:
+                                    nx_p = item_index(it + 1, bid, num_ctas)
+                                    nx_state[0] = nx_p // launch_heads  # its seq_table row (int32 division)
+                                    nx_state[0] = seq_table[nx_state[0], 0]
+                                    nx_state[1] = hv_base + nx_p % launch_heads
+                            else:
+                                for i, j in T.Parallel(BV, K):
+                                    st_f[i, j] = h0[n, hv, j, v0 + i]
                         else:
                             T.clear(st_f)
                         for c in T.serial(n_chunks):
@@ -609,7 +652,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 store_o(o, o_s, ot_f, t0, seq_end, hv, v0)
                         if DEFER_O and n_chunks > 0:
                             store_o(o, o_s, ot_f, seq_start + (n_chunks - 1) * C, seq_end, hv, v0)
-                        T.tma_store_wait()  # o_s must outlive the last store's reads
+                        if persistent:
+                            # the next item's initial state (from L2: the producer prefetched it) is loaded before
+                            # this item's final state is stored, so the loads' latency passes under the stores
+                            if (flags % 2 == 1) & (nx_state[1] >= 0):
+                                for i, j in T.Parallel(BV, K):
+                                    h0_f[i, j] = h0[nx_state[0], nx_state[1], j, i]
+                            else:  # written on every path: h0_f is dead during the chunks (else: 64 spilled registers)
+                                T.clear(h0_f)
+                        else:
+                            T.tma_store_wait()  # o_s must outlive the last store's reads
                         if flags // 2 % 2 == 1:
                             for i, j in T.Parallel(BV, K):
                                 ht[n, hv, j, v0 + i] = st_f[i, j]
@@ -617,6 +669,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             base = base + n_chunks
                             pu0 = pu0 + (n_chunks + 1) // 2
                             pu1 = pu1 + n_chunks // 2
+                if persistent:
+                    T.tma_store_wait()  # o_s must outlive the last store's reads (the next item's first O store
+                    # waits for the item before's itself)
 
             elif tx < PT:
                 # --------------------------------- auxiliary warpgroup: P (and with fused_inverse A~ first)
@@ -656,8 +711,18 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             else:
                 # ----------------------------------------------------- producer warpgroup (first warp loads)
                 T.set_max_nreg(producer_regs, 0)
-                if pdl:  # kkt_solve's a and rows are complete and visible from here on
-                    T.pdl_sync()
+                if pdl:
+                    # q, k and v are complete when the grid starts (kkt_solve waited for the grids before it):
+                    # the first item's first preload_stages stages get them during kkt_solve's last wave, so that
+                    # after its end only a and the factor rows (9 of a stage's 57 KB) are left to load there
+                    if preload_stages > 0:
+                        if (tx < PT + 32) & (bid < num_items):
+                            item_of(seq_table, cu_seqlens, bid, persistent, launch_heads, hv_base, it_n, it_hv,
+                                    it_hk, it_start, it_end)
+                            for c in T.serial(T.min(preload_stages, T.ceildiv(it_end[0] - it_start[0], C))):
+                                load_inputs(q, k, v, q_s, k_s, v_s, full, it_start[0], it_hk[0], it_hv[0],
+                                            (bid % NVB) * BV, c, c)
+                    T.pdl_sync()  # kkt_solve's a and rows are complete and visible from here on
                 if persistent:
                     base = 0
                 for it in item_rounds(num_items, num_ctas):
@@ -680,7 +745,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         for c in T.serial(n_chunks):
                             if tx < PT + 32:
                                 load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
-                                           it_hk[0], it_hv[0], (p % NVB) * BV, c, base + c)
+                                           it_hk[0], it_hv[0], (p % NVB) * BV, c, base + c, qkv_due(it, c))
                         if persistent:
                             base = base + n_chunks
 
