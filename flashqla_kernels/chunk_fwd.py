@@ -60,7 +60,11 @@ chunks). Per CTA block_v / 64 "state" warpgroups, one auxiliary warpgroup and a 
                 With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
                 the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of the CTA's chunk gc into stage
-                gc % NS as soon as the stage is released, nothing else (its warpgroup's first warp).
+                gc % NS as soon as the stage is released, nothing else (its warpgroup's first warp). q, k and v of
+                the first item's first preload_stages chunks go out before the wait on kkt_solve's grid (pdl).
+    item boundary (persistent grid): the state warpgroups read the next item's seq_table row at an item's start
+                and load its h0 (prefetched into L2 by the producer) into registers of their own before storing
+                the item's final state.
 The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
@@ -346,7 +350,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     def qkv_due(it, c):
         """Whether the producer still loads q, k, v of chunk c in round it: not for the first item's first
-        preload_stages chunks, whose were issued before the wait on kkt_solve's grid (pdl)."""
+        preload_stages chunks, which were issued before the wait on kkt_solve's grid (pdl)."""
         if not pdl or preload_stages == 0:
             return True
         return (it > 0) | (c >= preload_stages) if persistent else c >= preload_stages
