@@ -12,6 +12,8 @@ kernel_tests ${TEST_LIMIT:-150}
 if ! grep -qE "[0-9]+ passed" "$R/kernel_tests.log" || grep -qE "[0-9]+ (failed|error)|Timeout|timed out" "$R/kernel_tests.log"; then
   echo "kernel tests did not pass: no timing"; tail -30 "$R/kernel_tests.log"; keep; exit 3
 fi
+# each variant is a command prefix that selects its package and binaries
+new() { env "$@"; }
 old() { env PYTHONPATH=/tmp/oldpkg:$PYTHONPATH FLASHQLA_BINARIES_DIR=/tmp/old/torch-cuda/_binaries "$@"; }
 alt() { env PYTHONPATH=/tmp/altpkg:$PYTHONPATH FLASHQLA_BINARIES_DIR=/tmp/alt/torch-cuda/_binaries "$@"; }
 VS="old new"
@@ -20,15 +22,15 @@ if [ -f .device-bins-alt/torch-cuda.tar.xz ]; then
   ln -sfn /tmp/alt/torch-cuda /tmp/altpkg/flashqla; VS="old new alt"
 fi
 for v in $VS; do
-  ${v/new/env} FLASHQLA_BLOCK_V=128 timeout 60 python benchmarks/bitwise_ab.py --out "$R/hash128_$v.json" > /dev/null 2>&1
-  ${v/new/env} timeout 60 python benchmarks/bitwise_ab.py --out "$R/hash_$v.json" > /dev/null 2>&1
+  $v FLASHQLA_BLOCK_V=128 timeout 60 python benchmarks/bitwise_ab.py --out "$R/hash128_$v.json" > /dev/null 2>&1
+  $v timeout 60 python benchmarks/bitwise_ab.py --out "$R/hash_$v.json" > /dev/null 2>&1
 done
 md5sum "$R"/hash*.json | sed "s#$R/##" | sort | tee "$R/hashes.md5"
 keep
 ROWS=${ROWS:-397B-TP1/1024x8,27B-TP1/1024x8,397B-TP2/1024x8,35B-TP1/1024x8,397B-TP1/8192x4,2B-TP1/1024x8,397B-TP4/1024x8,35B-TP1/8192x4}
 for pass in "" 2; do
   for v in $VS; do
-    ${v/new/env} timeout 90 python benchmarks/timeline.py --rows "$ROWS" --out "$R/timeline_$v$pass.json" > /dev/null 2>&1
+    $v timeout 90 python benchmarks/timeline.py --rows "$ROWS" --out "$R/timeline_$v$pass.json" > /dev/null 2>&1
     python - "$R/timeline_$v$pass.json" "$v$pass" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
