@@ -513,6 +513,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 st_b = T.alloc_fragment((BV, K), dtype)
             z_f = T.alloc_fragment((BV, C), acc)      # S^T K^T, then Vn'^T
             w_b = T.alloc_fragment((BV, C), dtype)    # W^T, then Vn'^T diag(uf) (uf carries beta)
+            fw_f = T.alloc_fragment((C,), acc)        # the column factors of Vn'^T diag(uf), loaded while Vn^T runs
             vn_b = T.alloc_fragment((BV, C), dtype)   # Vn^T = Vn'^T diag(beta), O's operand
             vt_b = T.alloc_fragment((BV, C), dtype)   # V^T by ldmatrix.trans, laid out as W^T
             if v_load == "ldsm":
@@ -599,6 +600,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             pph = (T.if_then_else(pb == 0, pu0, pu1) + c // 2) % 2  # phase of P's buffer pb
                             t0 = seq_start + c * C
                             T.barrier_wait(full[st], (gc // NS) % 2)
+                            # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang
+                            # widened the index to int64, a 64-bit c % 3 on the state's path every chunk). Formed
+                            # here, not after Vn^T's issue: with its exp2 pending there, ptxas put the wait for Vn^T
+                            # before the 64 FMULs of the decay, i.e. on the chain (SASS; -1% on the long rows, H200,
+                            # results/2026-11-25-h200-s24/timeline_ab)
+                            gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
+                            gl = T.exp2(fac_flat[gl_row])
                             if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
                                 load_v_transposed(v_s, vt_b, st, tx)
                             # "split": S^T in bf16 as two K halves, st_h0 dead once S^T Q^T's first half is done
@@ -631,15 +639,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             else:
                                 T.wgmma_gemm(w_b, a_s[st, :, :], z_f, transpose_B=True, clear_accum=True,
                                              policy=full_row)
-                            # G of the chunk's last row, its flat index in int32 (as fac_s[st, 0, row] TileLang
-                            # widened the index to int64, a 64-bit c % 3 on the state's path every chunk)
-                            gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
-                            gl = T.exp2(fac_flat[gl_row])
                             for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                                 st_f[i, j] = st_f[i, j] * gl
+                            for j in T.Parallel(C):  # the update's column factors, loaded before the wait
+                                fw_f[j] = fac_s[st, 3, j]
                             T.wait_wgmma(0)
                             for i, j in T.Parallel(BV, C):
-                                w_b[i, j] = z_f[i, j] * fac_s[st, 3, j]
+                                w_b[i, j] = z_f[i, j] * fw_f[j]
                             T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
                             # O's operand Vn = Vn' diag(beta), while the state update runs
                             for i, j in T.Parallel(BV, C):
