@@ -21,7 +21,7 @@ import triton
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_prefill import runner  # noqa: E402
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, make_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, placed_inputs  # noqa: E402
 
 
 def main():
@@ -52,11 +52,7 @@ def main():
     for row in args.rows.split(","):
         head, seqs = row.split("/")
         H, HV = HEAD_CONFIGS[head]
-        spacers = []
-        for p in range(args.placements):
-            if p:
-                spacers.append(torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda"))
-            inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+        for p, inp in placed_inputs(H, HV, SEQ_LAYOUTS[seqs], args.placements):
             times = {o: [] for o in offsets}
             for order in (offsets, offsets[::-1]):
                 for off in order:
@@ -69,7 +65,6 @@ def main():
             res["rows"].append(r)
             print(row, p, " ".join(f"{o}:{t[0]:.3f}/{t[1]:.3f}" for o, t in times.items()), flush=True)
             inp = None
-        spacers = None
         torch.cuda.empty_cache()
         json.dump(res, open(args.out, "w"), indent=1)
 

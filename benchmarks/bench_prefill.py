@@ -21,7 +21,7 @@ import torch
 import triton
 
 sys.path.insert(0, os.path.dirname(__file__))
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, make_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, placed_inputs  # noqa: E402
 
 QUICK = [("397B-TP1", "8192x4"), ("397B-TP1", "1024x8"), ("35B-TP1", "8192x4"), ("397B-TP8", "1x8192"),
          ("27B-TP1", "1x32768"), ("2B-TP1", "1024x8")]
@@ -124,15 +124,8 @@ def main():
         H, HV = HEAD_CONFIGS[head]
         row = {"head": head, "seqs": seqs}
         try:
-            times, spacers = [], []
-            for p in range(args.placements):
-                # placement p > 0: the row's inputs (and so its outputs and workspaces) behind one more spacer; the
-                # spacers stay allocated until the row ends, as in address_probe.py (session 17's first version freed
-                # each spacer before the next placement and its five placements spread far less: reference row
-                # 0.906-0.920 ms, against 0.86-1.07 over the probe's placements)
-                if p:
-                    spacers.append(torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda"))
-                inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+            times = []
+            for p, inp in placed_inputs(H, HV, SEQ_LAYOUTS[seqs], args.placements):
                 if hasattr(run, "prep"):
                     inp["_fi"] = run.prep(inp)
                 run(inp)
@@ -158,7 +151,7 @@ def main():
         results["rows"].append(row)
         print(f"{args.lib:10s} {head:9s} {seqs:12s} {row.get('ms', row.get('error'))} kkt={row.get('kkt_solve_ms')}"
               + (f" host_us={row['host_us']:.0f}" if "host_us" in row else ""), flush=True)
-        inp = spacers = None  # (either may be unbound after an error)
+        inp = None
         torch.cuda.empty_cache()
         json.dump(results, open(args.out, "w"), indent=1)  # after every row: a timeout keeps what ran
     json.dump(results, open(args.out, "w"), indent=1)

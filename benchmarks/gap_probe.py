@@ -18,7 +18,7 @@ import triton
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_prefill import runner  # noqa: E402
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, make_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, placed_inputs  # noqa: E402
 from timeline import kernel_events, split_iterations  # noqa: E402
 
 FLUSH_BYTES = 256 << 20
@@ -53,11 +53,7 @@ def main():
         for row in args.rows.split(","):
             head, seqs = row.split("/")
             H, HV = HEAD_CONFIGS[head]
-            spacers = []
-            for p in range(args.placements):
-                if p:
-                    spacers.append(torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda"))
-                inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+            for p, inp in placed_inputs(H, HV, SEQ_LAYOUTS[seqs], args.placements):
                 if hasattr(run, "prep"):
                     inp["_fi"] = run.prep(inp)
                 run(inp)
@@ -70,7 +66,6 @@ def main():
                 res["rows"].append(r)
                 print(json.dumps(r), flush=True)
                 inp = None
-            spacers = None
             torch.cuda.empty_cache()
             json.dump(res, open(args.out, "w"), indent=1)
 

@@ -43,3 +43,16 @@ def make_inputs(H: int, HV: int, seqlens: list[int], seed: int = 0, device="cuda
     cu = torch.tensor([0] + list(torch.tensor(seqlens).cumsum(0).tolist()), dtype=torch.int32, device=device)
     bf = torch.bfloat16
     return dict(q=q.to(bf), k=k.to(bf), v=v.to(bf), g=g, beta=beta, initial_state=h0, cu_seqlens=cu)
+
+
+def placed_inputs(H: int, HV: int, seqlens: list[int], placements: int):
+    """(p, inputs) for the memory placements p = 0 .. placements - 1 of one row, made one after another: placement
+    p > 0 puts the inputs (and so the call's outputs and workspaces) behind one more spacer of p x (37 MiB + 4 KiB), the
+    spacers kept until the loop ends (results/2026-11-24-h200-s17/placement: freeing each spacer before the next
+    placement spread the times far less). The caller drops its reference to a placement's inputs at the end of the loop
+    body, so that the next ones are made after they are freed."""
+    spacers = []
+    for p in range(placements):
+        if p:
+            spacers.append(torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda"))
+        yield p, make_inputs(H, HV, seqlens)

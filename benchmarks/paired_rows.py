@@ -18,7 +18,7 @@ import triton
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_prefill import runner  # noqa: E402
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, make_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, placed_inputs  # noqa: E402
 
 
 def main():
@@ -35,11 +35,8 @@ def main():
     for row in args.rows.split(","):
         head, seqs = row.split("/")
         H, HV = HEAD_CONFIGS[head]
-        spacers, ratios, times = [], [], {lib: [] for lib in runs}
-        for p in range(args.placements):
-            if p:
-                spacers.append(torch.empty(p * (37 << 20) + p * 4096, dtype=torch.uint8, device="cuda"))
-            base = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+        ratios, times = [], {lib: [] for lib in runs}
+        for p, base in placed_inputs(H, HV, SEQ_LAYOUTS[seqs], args.placements):
             inps = {}  # the same tensors; a peer with a prep step gets its prepared views beside them
             for lib, run in runs.items():
                 inps[lib] = dict(base, _fi=run.prep(base)) if hasattr(run, "prep") else base
@@ -54,7 +51,6 @@ def main():
                     times[lib].append(t[lib])
                 ratios.append(t[args.peer] / t["flashqla"])
             base = inps = None
-        spacers = None
         torch.cuda.empty_cache()
         out = {"row": row, "ratio_median": statistics.median(ratios), "ratios": ratios,
                "ms": {lib: v for lib, v in times.items()}}
