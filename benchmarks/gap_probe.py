@@ -19,22 +19,15 @@ import triton
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_prefill import runner  # noqa: E402
 from grid import HEAD_CONFIGS, SEQ_LAYOUTS, placed_inputs  # noqa: E402
-from timeline import kernel_events, split_iterations  # noqa: E402
-
-FLUSH_BYTES = 256 << 20
+from timeline import FLUSH_BYTES, profiled_iterations  # noqa: E402
 
 
 def span_us(run, inp, iters):
     """Median span of the kernels after each flush, over iters profiled calls."""
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            flush.zero_()
-            run(inp)
-        torch.cuda.synchronize()
     spans = [g["kernels"][-1][1] + g["kernels"][-1][2] - g["kernels"][0][1]
-             for g in split_iterations(kernel_events(prof))]
+             for g in profiled_iterations(lambda: run(inp), flush, iters)]
     return statistics.median(spans), len(spans)
 
 

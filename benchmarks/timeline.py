@@ -47,6 +47,16 @@ def split_iterations(events):
     return [g for g in groups if g["kernels"]]
 
 
+def profiled_iterations(call, flush, iters):
+    """The kernel groups (split_iterations) of iters profiled forwards, each after flush.zero_() (the L2 write)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            flush.zero_()
+            call()
+        torch.cuda.synchronize()
+    return split_iterations(kernel_events(prof))
+
+
 def short(name):
     for key in ("kkt_solve_gva", "kkt_solve", "kkt_rows", "chunk_fwd", "recurrent"):
         if key in name:
@@ -76,12 +86,8 @@ def main():
         for _ in range(5):
             flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht)
         torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.iters):
-                flush.zero_()
-                flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht)
-            torch.cuda.synchronize()
-        groups = split_iterations(kernel_events(prof))
+        groups = profiled_iterations(lambda: flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht),
+                                     flush, args.iters)
         per = {}
         spans, lead = [], []
         for g in groups:
