@@ -48,3 +48,10 @@ unpack_baseline() {  # the baseline's pack (.device-bins-old) into /tmp/old, imp
     && [ -f /tmp/old/torch-cuda/_binaries/manifest.json ] || { echo "no baseline binaries in .device-bins-old"; exit 2; }
   mkdir -p /tmp/oldpkg && ln -sfn /tmp/old/torch-cuda /tmp/oldpkg/flashqla
 }
+timeline_line() {  # one line of a timeline JSON ($1) under a label ($2): each row's span and its kernels' durations (us)
+  python - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(sys.argv[2], " ".join(f"{r['head']}/{r['seqs']}={r['span_us']:.1f}|" + ",".join(f"{k.split(':')[1]}:{v['dur_us']:.1f}" for k, v in r['kernels'].items()) for r in d['rows']))
+PY
+}

@@ -31,11 +31,7 @@ ROWS=${ROWS:-397B-TP1/1024x8,27B-TP1/1024x8,397B-TP2/1024x8,35B-TP1/1024x8,397B-
 for pass in "" 2; do
   for v in $VS; do
     $v timeout 90 python benchmarks/timeline.py --rows "$ROWS" --out "$R/timeline_$v$pass.json" > /dev/null 2>&1
-    python - "$R/timeline_$v$pass.json" "$v$pass" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(sys.argv[2], " ".join(f"{r['head']}/{r['seqs']}={r['span_us']:.1f}|" + ",".join(f"{k.split(':')[1]}:{v['dur_us']:.1f}" for k, v in r['kernels'].items()) for r in d['rows']))
-PY
+    timeline_line "$R/timeline_$v$pass.json" "$v$pass"
     keep
   done
 done

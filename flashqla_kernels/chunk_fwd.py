@@ -81,6 +81,7 @@ import tilelang.language as T
 
 from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
                             store_diag_block, store_row_stripe)
+from .a_tile import a_tile_layout, load_a_lower
 from .kkt_solve import FACTOR_ROWS
 
 L2NORM_EPS = 1e-6
@@ -212,7 +213,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         if load_qkv:
             load_inputs(q, k, v, q_s, k_s, v_s, full, seq_start, hk, hv, v0, c, gc)
         if not fused_inverse:
-            T.tma_copy(a[t0:t0 + C, hv, 0:C], a_s[st, :, :], barrier=full[st])
+            load_a_lower(a, a_s, full, t0, hv, st)  # the blocks on or below the diagonal (a_tile.py)
         T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
         T.barrier_arrive(full[st])
 
@@ -498,6 +499,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             # swizzle them so those accesses spread over the banks
             T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
                                o_s: tilelang.layout.make_swizzled_layout(o_s)})
+            if not fused_inverse:
+                # A~ by SUB-wide column blocks (32-byte swizzle): column block cb is one contiguous region, whose
+                # rows from SUB cb on (the blocks on or below the diagonal) one TMA box fills; the rows above stay
+                # zero (set once below), so kkt_solve neither stores nor this kernel loads A~'s upper blocks
+                T.annotate_layout({a_s: a_tile_layout(a_s)})
 
             st_f = T.alloc_fragment((BV, K), acc)     # S^T
             if persistent:
@@ -552,6 +558,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 pu1 = T.alloc_var("int32")
 
             tx = T.get_thread_binding()
+
+            if not fused_inverse:
+                # A~'s blocks above the diagonal: zeros for every stage, written once (no TMA box covers them)
+                for s_, i, j in T.Parallel(NS, C, C):
+                    if j // SUB > i // SUB:
+                        a_s[s_, i, j] = T.cast(0, dtype)
+                T.fence_proxy_async()  # generic-proxy zeros -> the state warpgroups' wgmma reads
+                T.sync_threads()
 
             if tx < ST:
                 # ------------------------------------------------------------- state warpgroups

@@ -12,7 +12,8 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
                              chunk); S = T // C + N + 1, the grid
     gva                      int32, HV // H (value heads a key head serves)
 Outputs:
-    a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :]
+    a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :], the 16 x 16
+                             blocks on or below the diagonal only (a_tile.py; with a_store "tma")
     rows         [5, HV, R]  fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
                              chunk's five rows by one TMA box: sequence n's tokens from row
                              round_up(cu_seqlens[n], 4) + C n (a box must start 16-byte aligned), and the rows
@@ -58,8 +59,9 @@ memory, so no warp waits for another inside the recurrence and no merge temporar
 diagonal blocks of x_s whole (the two upper-right quarters of the 32 x 32 blocks are zeroed for them); their
 epilogue loads above the diagonal too but masks j > i to zero. With "mma" each warp gates its row stripe straight
 from its registers (`gate_row_stripe`, v17a: the blocks below the diagonal never go through x_s). The epilogue
-stages its bf16 rows in K's (dead) tile,
-from which a full chunk leaves by one TMA store (a_store "tma"; a partial chunk by masked 16-byte row stores).
+stages its bf16 rows in K's (dead) tile, laid out by a_tile.py's column blocks, from which a full chunk's
+blocks on or below the diagonal leave by four TMA stores (a_store "tma"; a partial chunk by masked 16-byte row
+stores).
 The merges' temporary lives in x_s's unused upper-right 32 x 32 block. Shared memory: 33.5 KB + 1 KB static (the
 mbarrier) a CTA, 80 registers: 6 CTAs an SM; "mma" keeps only the four diagonal inverses in x_s (23.3 KB + 1 KB) and
 runs 7 CTAs an SM at 72 registers without the in-kernel norm (`min_blocks_per_sm`). The grid is
@@ -70,6 +72,7 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
+from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
 from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, gate_rows, solve_row_stripes,
                             solve_row_stripes_f16, store_diag_block)
 
@@ -221,7 +224,12 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             # planner cannot see those lifetimes once the kernel holds an mbarrier (it keeps every buffer
             # live throughout: 62 KB a CTA, 3 CTAs an SM, instead of 37 KB and 6)
             k_v = T.view(l_s, (C, K), dtype)
-            ao_s = k_v  # columns [0, C) of the view
+            # the gated inverse, written once L is dead: columns [0, C) of the K tile's view. TileLang gives the
+            # views of one buffer one layout, so the K tile takes a_tile's (SUB-column blocks, 32-byte swizzle;
+            # K arrives by 8 boxes of 32-byte rows), whose first four column blocks are A~'s tile
+            ao_s = k_v
+            if solve:
+                T.annotate_layout({k_v: a_tile_layout(k_v)})
             beta_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             g_s = T.alloc_shared((C,), "float32")
@@ -265,6 +273,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
             t0 = chunk_table[cid, 0]
             t_end = chunk_table[cid, 1]
             r0 = chunk_table[cid, 2]
+            whole = T.alloc_var("int32")  # 1: a sequence's first chunk, whose A~ is stored whole (a_tile.py)
+            whole = T.if_then_else(first_chunk_of_sequence(chunk_table, cid, t0), 1, 0)
             tx = T.get_thread_binding()
 
             if t0 < t_end:
@@ -380,8 +390,8 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                     # the next sequence's rows)
                     if a_store == "tma":
                         T.fence_proxy_async()  # every thread's generic ao_s writes -> the bulk store's async reads
-                    if a_store == "tma" and t0 + C <= t_end:
-                        T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
+                    if a_store == "tma":  # the blocks on or below the diagonal only (a_tile.py)
+                        store_a_lower(ao_s, a, t0, t_end, hv, whole == 1)
                     else:
                         for i, j in T.Parallel(C, C):
                             if t0 + i < t_end:

@@ -28,6 +28,7 @@ Why the gva heads share nothing more: L, its inverse and the gate all depend on 
 import tilelang
 import tilelang.language as T
 
+from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
 from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, row_of, solve_row_stripes_f16,
                             store_diag_block)
 from .kkt_solve import FACTOR_ROWS, LOG2E, store_factor_rows, store_key_norms
@@ -82,7 +83,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
 
     @T.macro
     def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
-                  r0, last, tx):
+                  r0, last, tx, whole):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
         ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
         solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
@@ -91,12 +92,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True)
         T.fence_proxy_async()
         T.sync_threads()
-        if t0 + C <= t_end:
-            T.tma_copy(ao_s[0:C, 0:C], a[t0:t0 + C, hv, 0:C])
-        else:
-            for i, j in T.Parallel(C, C):
-                if t0 + i < t_end:
-                    a[t0 + i, hv, j] = ao_s[i, j]
+        store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
         store_factor_rows(rows, hv, r0, t0, t_end, last, gc_h, beta_h, rn_s, use_l2norm)
 
     @T.prim_func
@@ -114,6 +110,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
             k_v = T.view(l_s, (C, K), dtype)
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
+            T.annotate_layout({ao_s: a_tile_layout(ao_s)})
             x_s = T.alloc_shared((C, XS), "float32")
             # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of a head, double-buffered by the head's parity p: the next
             # head's arrive by cp.async during this one's solve (through registers, ptxas spilled them and the
@@ -143,6 +140,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             t0 = chunk_table[cid, 0]
             t_end = chunk_table[cid, 1]
             r0 = chunk_table[cid, 2]
+            whole = T.alloc_var("int32")  # 1: a sequence's first chunk, whose A~ is stored whole (a_tile.py)
+            whole = T.if_then_else(first_chunk_of_sequence(chunk_table, cid, t0), 1, 0)
             tx = T.get_thread_binding()
             ti = tx % C  # the token whose factors this thread loads (threads < C)
 
@@ -188,7 +187,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         chunk_cumsum(row_of(fac_s, par, 1), gc_s, ti, sc)
                     T.sync_threads()
                     head_tail(l_s, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
-                              ob_s, hk * gva + hr, t0, t_end, r0, last, tx)
+                              ob_s, hk * gva + hr, t0, t_end, r0, last, tx, whole == 1)
                 T.tma_store_wait()
 
     return kkt_solve_gva
