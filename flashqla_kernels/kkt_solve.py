@@ -1,7 +1,8 @@
 """Chunk inverse, gated: A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, per chunk and value head,
 with the chunk-local cumsum of g and the other per-token factors that the fused kernel needs.
-(When value heads share key heads, the runtime runs kkt_solve_gva.py instead: the same outputs from one CTA per
-chunk and key head. This program serves GVA 1, as merge "mma16", and the rows-only pass.)
+(The runtime runs kkt_solve_gva.py instead, at every GVA ratio: the same outputs from one CTA per chunk and key
+head, its value heads sharing K's load and K K^T. This program serves the rows-only pass, and its merges stay built
+as A/B baselines.)
 
 Inputs (tokens of every sequence packed along one axis, T = total tokens):
     k            [T, H, K]   bf16/fp16, key head of value head hv is hv // (HV // H)

@@ -287,12 +287,12 @@ def test_bad_head_split_is_refused_before_any_launch(head_split, block_v):
 
 
 def test_kkt_variant_by_head_sharing(monkeypatch):
-    """"auto" runs kkt_solve per key head (kkt_solve_gva) when value heads share key heads, per value head ("mma16")
-    otherwise; an explicit FLASHQLA_KKT_MERGE value is taken as it is; every variant the runtime can pick is built."""
+    """"auto" runs kkt_solve per key head (kkt_solve_gva) at every GVA ratio, 1 included; an explicit
+    FLASHQLA_KKT_MERGE value is taken as it is; every variant the runtime can pick is built."""
     from flashqla_kernels import specs
 
     monkeypatch.setattr(ops, "KKT_MERGE", "auto")
-    assert [ops.kkt_variant(16, hv) for hv in (16, 32, 48, 64)] == ["mma16", "gva", "gva", "gva"]
+    assert [ops.kkt_variant(16, hv) for hv in (16, 32, 48, 64)] == ["gva", "gva", "gva", "gva"]
     monkeypatch.setattr(ops, "KKT_MERGE", "mma")
     assert ops.kkt_variant(16, 64) == "mma"
     built = {s.kwargs().get("merge", s.kernel) for s in specs.kkt_solve_specs() + specs.kkt_solve_gva_specs()}

@@ -24,19 +24,21 @@ FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf beta, b
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
-# kkt_solve's variant (FLASHQLA_KKT_MERGE): "auto" (the default) runs "gva" when value heads share key heads
-# (HV / H >= 2) and "mma16" otherwise. "gva": one CTA per chunk and key head forms the inverses of its HV / H value
-# heads, which share K's load and K K^T (kkt_solve_gva.py; H200: kkt_solve -23% at GVA 4, -11% at 2, -15% at 3, +3%
-# at 1, results/2026-11-25-h200-s21/gva_ab). Per value head (kkt_solve.py): "mma16" (the row stripes' blocks below the
-# diagonal by fp16 m16n8k16 mma.sync, -1.5% against "mma"), "mma" (tf32 m16n8k8, v12-v20), "tc" (32 -> 64 merge on
-# tf32 tensor cores, v3-v11), "regs" (CUDA cores); the older ones stay built as A/B baselines.
+# kkt_solve's variant (FLASHQLA_KKT_MERGE): "auto" (the default) runs "gva" at every GVA ratio: one CTA per chunk and key
+# head forms the inverses of its HV / H value heads, which share K's load and K K^T (kkt_solve_gva.py; H200: kkt_solve
+# -23% at GVA 4, -11% at 2, -15% at 3 against "mma16", results/2026-11-25-h200-s21/gva_ab). At GVA 1 it took "mma16"
+# until A~ left by its lower blocks (a_tile.py): kkt_solve.py stages A~ in K's tile, whose K load then takes eight
+# 32-byte boxes, and its kernel grew 3-13%, while kkt_solve_gva's fell below the old "mma16" (H100: 2B-TP1 spans
+# within 1% of the old default, results/2026-11-26-h100-s25/kkt_gva1). Per value head (kkt_solve.py): "mma16" (the
+# row stripes' blocks below the diagonal by fp16 m16n8k16 mma.sync), "mma" (tf32 m16n8k8, v12-v20), "tc" (32 -> 64
+# merge on tf32 tensor cores, v3-v11), "regs" (CUDA cores); they stay built as A/B baselines.
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "auto")
 
 
 def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     """The kkt_solve variant that KKT_MERGE selects for these head counts (see KKT_MERGE)."""
     if KKT_MERGE == "auto":
-        return "gva" if num_v_heads // num_k_heads >= 2 else "mma16"
+        return "gva"
     return KKT_MERGE
 
 
