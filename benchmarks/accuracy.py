@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from test_gpu_kernels import make_inputs, oracle  # noqa: E402
 
 CASES = {"1x65536 (2/8 heads)": ([65536], 2, 8), "ragged [1000,4097,63,20000] (2/4 heads)": ([1000, 4097, 63, 20000], 2, 4),
-         "ragged with an empty sequence [1000,0,4097,63,20000] (2/4 heads)": ([1000, 0, 4097, 63, 20000], 2, 4)}
+         "ragged with an empty sequence [1000,0,4097,63,20000] (2/4 heads)": ([1000, 0, 4097, 63, 20000], 2, 4),
+         "ragged GVA 1 [1000,4097,63,20000] (4/4 heads)": ([1000, 4097, 63, 20000], 4, 4)}
 
 
 def rel(x, ref):
@@ -69,11 +70,13 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", default="31", help="comma-separated input seeds (31: the one reported so far)")
     ap.add_argument("--libs", default="flashqla,FlashQLA", help="which of flashqla, FlashQLA to run")
+    ap.add_argument("--cases", default="", help="run only the cases whose name contains one of these (comma-separated)")
     args = ap.parse_args()
     seeds = [int(x) for x in args.seeds.split(",")]
     res = {"device": torch.cuda.get_device_name(), "seeds": seeds, "cases": {}}
     libs = {lib: fn for lib, fn in runners().items() if lib in args.libs.split(",")}
-    for name, (seqs, H, HV) in CASES.items():
+    cases = {n: c for n, c in CASES.items() if not args.cases or any(x in n for x in args.cases.split(","))}
+    for name, (seqs, H, HV) in cases.items():
         for seed in seeds:
             inp = make_inputs(seqs, H=H, HV=HV, seed=seed)
             o_ref, ht_ref = oracle(inp, False)
