@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# kkt_solve's variants on ROWS (default: the GVA-1 rows of 2B-TP1) by the timeline (benchmarks/timeline.py,
-# torch.profiler, L2 flushed): each "pack:merge" of VARIANTS (pack old = .device-bins-old, new = .device-bins;
-# merge = FLASHQLA_KKT_MERGE), interleaved twice. Carry .device-bins and .device-bins-old.
+# Variants of kkt_solve or of other runtime settings on ROWS (default: the GVA-1 rows of 2B-TP1) by the timeline
+# (benchmarks/timeline.py, torch.profiler, L2 flushed), interleaved twice. Each entry of VARIANTS is "pack:merge" or
+# "pack:VAR=value[,VAR=value]": pack old = .device-bins-old, new = .device-bins; merge = FLASHQLA_KKT_MERGE; e.g.
+# VARIANTS="old:auto new:auto new:FLASHQLA_BLOCK_V=64 new:FLASHQLA_PERSISTENT=0". Carry .device-bins, .device-bins-old.
 set -uo pipefail
 source benchmarks/device_env.sh
 unpack_baseline
@@ -12,9 +13,12 @@ new() { env "$@"; }
 for pass in "" 2; do
   for vm in $VARIANTS; do
     v=${vm%%:*}; m=${vm#*:}
-    $v FLASHQLA_KKT_MERGE=$m timeout 90 python benchmarks/timeline.py --rows "$ROWS" --out "$R/timeline_${v}_$m$pass.json" \
-      > /dev/null 2>&1
-    timeline_line "$R/timeline_${v}_$m$pass.json" "${v}_$m$pass"
+    case "$m" in
+      *=*) envs=$(echo "$m" | tr ',' ' '); tag=$(echo "$m" | sed 's/FLASHQLA_//g; s/[=,]/-/g') ;;
+      *) envs="FLASHQLA_KKT_MERGE=$m"; tag=$m ;;
+    esac
+    $v $envs timeout 90 python benchmarks/timeline.py --rows "$ROWS" --out "$R/timeline_${v}_$tag$pass.json" > /dev/null 2>&1
+    timeline_line "$R/timeline_${v}_$tag$pass.json" "${v}_$tag$pass"
     keep
   done
 done

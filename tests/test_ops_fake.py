@@ -301,17 +301,18 @@ def test_kkt_variant_by_head_sharing(monkeypatch):
 
 def test_sequence_table_longest_first():
     """chunk_fwd's seq_table: (n, start, end, 0) of the sequences longest first, ties in index order, one unused row
-    after them; the grid is min(items, SMs) (persistent past one wave) unless FLASHQLA_PERSISTENT=0 asks for a CTA an
-    item."""
+    after them; the grid is min(items, SMs) (persistent past one wave of items of at most PERSISTENT_MAX_CHUNKS chunks)
+    unless FLASHQLA_PERSISTENT=0 asks for a CTA an item."""
     cu = torch.tensor([0, 100, 100, 400, 464, 764, 765], dtype=torch.int32)  # lengths 100, 0, 300, 64, 300, 1
     table = ops.sequence_table(cu)
     assert table.dtype == torch.int32 and table.shape == (7, 4) and table.is_contiguous()
     assert table.tolist() == [[2, 100, 400, 0], [4, 464, 764, 0], [0, 0, 100, 0], [3, 400, 464, 0],
                               [5, 764, 765, 0], [1, 100, 100, 0], [0, 0, 0, 0]]
-    assert ops.chunk_fwd_grid(500, 132, 128, False) == ((132, True) if ops.PERSISTENT else (500, False))
-    assert ops.chunk_fwd_grid(100, 132, 128, False) == (100, False)
-    assert ops.chunk_fwd_grid(500, 132, 64, False) == (500, False)  # no persistent variant at 64
-    assert ops.chunk_fwd_grid(500, 132, 128, True) == (500, False)  # nor with the fused inverse
+    assert ops.chunk_fwd_grid(500, 132, 128, False, 16) == ((132, True) if ops.PERSISTENT else (500, False))
+    assert ops.chunk_fwd_grid(500, 132, 128, False, ops.PERSISTENT_MAX_CHUNKS + 0.5) == (500, False)  # long items
+    assert ops.chunk_fwd_grid(100, 132, 128, False, 16) == (100, False)
+    assert ops.chunk_fwd_grid(500, 132, 64, False, 16) == (500, False)  # no persistent variant at 64
+    assert ops.chunk_fwd_grid(500, 132, 128, True, 16) == (500, False)  # nor with the fused inverse
     from flashqla_kernels import specs
 
     built = {s.kwargs()["block_v"] for s in specs.chunk_fwd_specs() if s.kwargs()["persistent"]}
