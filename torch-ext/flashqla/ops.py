@@ -263,8 +263,8 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     and the fused kernel's per-token factors.
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
-    (k's dtype; per chunk only the 16 x 16 blocks on or below the diagonal are written, the others are never
-    read), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
+    (k's dtype; per chunk only the 16 x 16 blocks on or below the diagonal are written, a sequence's first chunk
+    whole (flashqla_kernels/a_tile.py), the others are never read), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
     beta exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta; sequence n's tokens from row
     :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
     """
