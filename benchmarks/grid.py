@@ -10,6 +10,17 @@ SEQ_LAYOUTS = {  # name: sequence lengths packed into one varlen batch
     "1x32768": [32768], "1x8192": [8192], "1x2048": [2048], "16384+16384": [16384, 16384],
     "8192x4": [8192] * 4, "1024x8": [1024] * 8,
 }
+
+
+def seq_layout(name: str) -> list[int]:
+    """The sequence lengths of a layout: a grid layout by name, or any other "LENxCOUNT" (COUNT sequences of LEN
+    tokens, e.g. "2048x16") for probes off the grid."""
+    if name in SEQ_LAYOUTS:
+        return SEQ_LAYOUTS[name]
+    length, count = (int(x) for x in name.split("x"))
+    return [length] * count
+
+
 K = V = 128
 FLOP_PER_TOKEN_HEAD = 166_600
 PEAK = {"H200": (790e12, 4.3e12), "H100": (790e12, 3.0e12)}  # measured bf16 FLOP/s, HBM bytes/s

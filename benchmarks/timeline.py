@@ -17,7 +17,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, make_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, device_kind, make_inputs, seq_layout  # noqa: E402
 
 FLUSH_BYTES = 256 << 20
 FLUSH_MIN_US = 30  # a kernel this long with a fill's name is the flush (the forward's own elementwise kernels are short)
@@ -80,7 +80,7 @@ def main():
     for row in args.rows.split(","):
         head, seqs = row.split("/")
         H, HV = HEAD_CONFIGS[head]
-        inp = make_inputs(H, HV, SEQ_LAYOUTS[seqs])
+        inp = make_inputs(H, HV, seq_layout(seqs))
         if not with_h0:
             inp["initial_state"] = None
         for _ in range(5):

@@ -264,8 +264,8 @@ def test_persistent_grid_equals_one_cta_per_item(monkeypatch, l2norm, states):
                       h0=states)
     outs = {}
     for ctas in (None, 1, 2, 5):
-        grid = (lambda items, sms, bv, fused, chunks: (items, False)) if ctas is None else \
-            (lambda items, sms, bv, fused, chunks, c=ctas: (c, True))
+        grid = (lambda items, sms, bv, fused, chunks, max_chunks: (items, False)) if ctas is None else \
+            (lambda items, sms, bv, fused, chunks, max_chunks, c=ctas: (c, True))
         monkeypatch.setattr(ops, "chunk_fwd_grid", grid)
         fast_path._PLANS.clear()  # a stored plan keeps its grid
         outs[ctas] = flashqla.chunk_gated_delta_rule(**inp, output_final_state=states, use_qk_l2norm_in_kernel=l2norm)

@@ -301,19 +301,37 @@ def test_kkt_variant_by_head_sharing(monkeypatch):
 
 def test_sequence_table_longest_first():
     """chunk_fwd's seq_table: (n, start, end, 0) of the sequences longest first, ties in index order, one unused row
-    after them; the grid is min(items, SMs) (persistent past one wave of items of at most PERSISTENT_MAX_CHUNKS chunks)
-    unless FLASHQLA_PERSISTENT=0 asks for a CTA an item."""
+    after them; the grid is min(items, SMs) (persistent past one wave of items no longer than the card's limit) unless
+    FLASHQLA_PERSISTENT=0 asks for a CTA an item."""
     cu = torch.tensor([0, 100, 100, 400, 464, 764, 765], dtype=torch.int32)  # lengths 100, 0, 300, 64, 300, 1
     table = ops.sequence_table(cu)
     assert table.dtype == torch.int32 and table.shape == (7, 4) and table.is_contiguous()
     assert table.tolist() == [[2, 100, 400, 0], [4, 464, 764, 0], [0, 0, 100, 0], [3, 400, 464, 0],
                               [5, 764, 765, 0], [1, 100, 100, 0], [0, 0, 0, 0]]
-    assert ops.chunk_fwd_grid(500, 132, 128, False, 16) == ((132, True) if ops.PERSISTENT else (500, False))
-    assert ops.chunk_fwd_grid(500, 132, 128, False, ops.PERSISTENT_MAX_CHUNKS + 0.5) == (500, False)  # long items
-    assert ops.chunk_fwd_grid(100, 132, 128, False, 16) == (100, False)
-    assert ops.chunk_fwd_grid(500, 132, 64, False, 16) == (500, False)  # no persistent variant at 64
-    assert ops.chunk_fwd_grid(500, 132, 128, True, 16) == (500, False)  # nor with the fused inverse
+    assert ops.chunk_fwd_grid(500, 132, 128, False, 16, 32) == ((132, True) if ops.PERSISTENT else (500, False))
+    assert ops.chunk_fwd_grid(500, 132, 128, False, 32.5, 32) == (500, False)  # items longer than the card's limit
+    assert ops.chunk_fwd_grid(500, 132, 128, False, 128, float("inf")) == \
+        ((132, True) if ops.PERSISTENT else (500, False))
+    assert ops.chunk_fwd_grid(100, 132, 128, False, 16, 32) == (100, False)
+    assert ops.chunk_fwd_grid(500, 132, 64, False, 16, 32) == (500, False)  # no persistent variant at 64
+    assert ops.chunk_fwd_grid(500, 132, 128, True, 16, 32) == (500, False)  # nor with the fused inverse
     from flashqla_kernels import specs
 
     built = {s.kwargs()["block_v"] for s in specs.chunk_fwd_specs() if s.kwargs()["persistent"]}
     assert built == set(ops.PERSISTENT_BLOCK_VS) == set(specs.PERSISTENT_BLOCK_VS)
+
+
+@pytest.mark.parametrize("gib,expected", [(79.6, 32.0), (93.0, 32.0), (139.8, float("inf"))])
+def test_persistent_max_chunks_by_card(monkeypatch, gib, expected):
+    """The persistent grid's item-length limit: ops.PERSISTENT_MAX_CHUNKS on cards below 100 GiB (H100), none on
+    larger ones (H200); FLASHQLA_PERSISTENT_MAX_CHUNKS overrides it on every card."""
+    from flashqla import dispatch
+
+    class Props:
+        total_memory = int(gib * (1 << 30))
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: Props())
+    monkeypatch.delenv("FLASHQLA_PERSISTENT_MAX_CHUNKS", raising=False)
+    assert dispatch.persistent_max_chunks(torch.device("cuda", 0)) == expected
+    monkeypatch.setenv("FLASHQLA_PERSISTENT_MAX_CHUNKS", "1000")
+    assert dispatch.persistent_max_chunks(torch.device("cuda", 0)) == 1000.0

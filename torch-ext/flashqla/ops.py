@@ -51,13 +51,14 @@ FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 # chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
-# items outnumber the SMs and are short, or one CTA an item (always with FLASHQLA_PERSISTENT=0), see chunk_fwd_grid
+# items outnumber the SMs and are short enough for the card, or one CTA an item (always with FLASHQLA_PERSISTENT=0), see chunk_fwd_grid
 PERSISTENT = os.environ.get("FLASHQLA_PERSISTENT", "1") != "0"
-# the longest items (mean chunks a sequence) that take the persistent grid. Its gain is per item boundary (~2 us of an
-# item's start and end hidden, H200: -2 to -4% on the 1024x8 rows, 16 chunks an item, results/2026-11-25-h200-s22);
-# on 128-chunk items it was -1.1% on the H200 (session 22) and +11% on the H100 (397B-TP1 8192x4, 0.93 vs 0.83 ms,
-# old and new kernels alike, results/2026-11-26-h100-s25/persistent_ab), while the 1024x8 rows keep their 1-2% there
-PERSISTENT_MAX_CHUNKS = 32
+# the longest items (mean chunks a sequence) that take the persistent grid on cards below
+# dispatch.PERSISTENT_LONG_ITEMS_MIN_MEMORY (H100). Its gain is per item boundary (~2 us of an item's start and end
+# hidden: -2 to -4% on the 1024x8 rows, 16 chunks an item, results/2026-11-25-h200-s22); on the H100 it made 128-chunk
+# items 11% slower (397B-TP1 8192x4, 0.93 vs 0.83 ms, old and new kernels alike, results/2026-11-26-h100-s25/
+# persistent_ab) while the 1024x8 rows keep their 0.5-2% there; on the H200 it is faster at every length
+PERSISTENT_MAX_CHUNKS = 32.0
 PERSISTENT_BLOCK_VS = (128,)  # the V blocks with a persistent variant (flashqla_kernels/specs.py says the same)
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -211,14 +212,15 @@ def sequence_table(cu_seqlens: torch.Tensor) -> torch.Tensor:
     return torch.cat([rows.to(torch.int32), rows.new_zeros(1, 4, dtype=torch.int32)]).contiguous()
 
 
-def chunk_fwd_grid(items: int, sms: int, block_v: int, fused: bool, chunks_per_item: float) -> tuple[int, bool]:
+def chunk_fwd_grid(items: int, sms: int, block_v: int, fused: bool, chunks_per_item: float,
+                   max_chunks: float) -> tuple[int, bool]:
     """(CTAs, persistent) of a chunk_fwd launch over `items` (sequence, head, V block) items of `chunks_per_item`
-    chunks on average: a persistent grid of one CTA an SM when the items outnumber the SMs and are short (at most
-    PERSISTENT_MAX_CHUNKS; V blocks of PERSISTENT_BLOCK_VS, A~ from kkt_solve; its warpgroups run on from one item
+    chunks on average: a persistent grid of one CTA an SM when the items outnumber the SMs and are short enough (at
+    most `max_chunks`, dispatch.persistent_max_chunks of the device; V blocks of PERSISTENT_BLOCK_VS, A~ from kkt_solve; its warpgroups run on from one item
     into the next, so the next item's loads, its P and its initial state's prefetch into L2 overlap the end of the
     item before instead of a new CTA's start-up), else a CTA an item (also with FLASHQLA_PERSISTENT=0)."""
     if (PERSISTENT and not fused and block_v in PERSISTENT_BLOCK_VS and items > sms
-            and chunks_per_item <= PERSISTENT_MAX_CHUNKS):
+            and chunks_per_item <= max_chunks):
         return sms, True
     return items, False
 
@@ -339,11 +341,12 @@ class ChunkForward:
         flags = (1 if has_h0 else 0) | (2 if output_final_state else 0)
         parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
             ((block_v, 0, HV),)
-        from .dispatch import sm_count
+        from .dispatch import persistent_max_chunks, sm_count
 
-        sms = sm_count(device)
+        sms, max_chunks = sm_count(device), persistent_max_chunks(device)
         chunks_per_item = T / (N * CHUNK)  # the mean, from shapes alone (no host synchronisation)
-        grids = [chunk_fwd_grid(N * heads * (V // bv), sms, bv, self.fused, chunks_per_item) for bv, _, heads in parts]
+        grids = [chunk_fwd_grid(N * heads * (V // bv), sms, bv, self.fused, chunks_per_item, max_chunks)
+                 for bv, _, heads in parts]
         # only a persistent launch reads the table (a CTA an item takes the sequences in index order): otherwise any
         # valid pointer stands in, and no per-construction device work (the custom op builds one per call). Kept
         # alive here: the launches hold its address.
