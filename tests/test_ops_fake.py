@@ -335,3 +335,6 @@ def test_persistent_max_chunks_by_card(monkeypatch, gib, expected):
     assert dispatch.persistent_max_chunks(torch.device("cuda", 0)) == expected
     monkeypatch.setenv("FLASHQLA_PERSISTENT_MAX_CHUNKS", "1000")
     assert dispatch.persistent_max_chunks(torch.device("cuda", 0)) == 1000.0
+    monkeypatch.setenv("FLASHQLA_PERSISTENT_MAX_CHUNKS", "many")
+    with pytest.raises(ValueError, match="FLASHQLA_PERSISTENT_MAX_CHUNKS"):
+        dispatch.persistent_max_chunks(torch.device("cuda", 0))

@@ -142,7 +142,10 @@ def persistent_max_chunks(device: torch.device) -> float:
 
     forced = os.environ.get("FLASHQLA_PERSISTENT_MAX_CHUNKS")
     if forced:
-        return float(forced)
+        try:
+            return float(forced)
+        except ValueError:
+            raise ValueError(f"FLASHQLA_PERSISTENT_MAX_CHUNKS: expected a number of chunks, got {forced!r}") from None
     big = torch.cuda.get_device_properties(device).total_memory >= PERSISTENT_LONG_ITEMS_MIN_MEMORY
     return float("inf") if big else PERSISTENT_MAX_CHUNKS
 
