@@ -20,9 +20,9 @@ so the four 16 x 16 diagonal inverses (threads 0..63; threads 64..127 meanwhile 
 stripes (fp16 m16n8k16, `solve_row_stripe_f16`) and the gated epilogue from registers (`gate_row_stripe`) into a
 bf16 staging tile of its own (8 KB: S stays live; a_tile.py's layout), from which a full chunk's blocks on or below the
 diagonal leave by four TMA stores (a sequence's first chunk whole; a partial one by masked row stores), then the head's
-factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). The heads' beta and g sit in a [2, 2, C] buffer by head parity,
-the parity a run-time index (`chunk_inverse.row_of`): the loop body exists once (a copy a parity made the kernel 10%
-slower, cp_async_ab). Shared memory ~31 KB a CTA, 80 registers: 6 CTAs an SM.
+factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). The heads' beta and g sit in a
+[2, 2, C] buffer by head parity, the parity a run-time index (`chunk_inverse.row_of`): the loop body exists once (a
+copy a parity made the kernel 10% slower, cp_async_ab). Shared memory ~31 KB a CTA, 80 registers: 6 CTAs an SM.
 Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's beta and g.
 """
 

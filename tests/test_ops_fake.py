@@ -323,7 +323,7 @@ def test_sequence_table_longest_first():
 
 @pytest.mark.parametrize("gib,expected", [(79.6, 32.0), (93.0, 32.0), (139.8, float("inf"))])
 def test_persistent_max_chunks_by_card(monkeypatch, gib, expected):
-    """The persistent grid's item-length limit: ops.PERSISTENT_MAX_CHUNKS on cards below 100 GiB (H100), none on
+    """The persistent grid's item-length limit: dispatch.PERSISTENT_MAX_CHUNKS on cards below 100 GiB (H100), none on
     larger ones (H200); FLASHQLA_PERSISTENT_MAX_CHUNKS overrides it on every card."""
     from flashqla import dispatch
 

@@ -125,27 +125,29 @@ def sm_count(device: torch.device) -> int:
     return n
 
 
-# chunk_fwd's persistent grid on long items, by card. On an H200 (141 GB, HBM3e) it is the faster grid at every item
-# length (397B-TP1 8192x4, 128 chunks an item: 734 vs 745 us; 4096x8 -1.5%, 2048x16 -2.7%, 1024x8 -3.7%), on an H100
-# (80 GB, HBM3) the slower one past short items (8192x4: 925 vs 830 us; 1024x8 -0.5 to -2%); the cause is not known
-# (results/2026-11-26-h200-s25/persistent_probe, results/2026-11-26-h100-s25/persistent_ab). Memory size tells the two
-# apart: cards with at least this much keep the persistent grid for items of any length.
+# chunk_fwd's persistent grid (ops.chunk_fwd_grid) by card. Its gain is per item boundary (~2 us of an item's start
+# and end hidden). On an H200 (141 GB, HBM3e) it is the faster grid at every item length (397B-TP1: 1024x8 -3.7%,
+# 2048x16 -2.7%, 4096x8 -1.5%, 8192x4 734 vs 745 us; results/2026-11-26-h200-s25/persistent_probe); on an H100 (80 GB,
+# HBM3) it made 128-chunk items 11% slower (8192x4: 925 vs 830 us, old and new kernels alike) while the 1024x8 rows
+# (16 chunks an item) keep their 0.5-2% (results/2026-11-26-h100-s25/persistent_ab); the cause is not known. Memory
+# size tells the two apart: cards with at least PERSISTENT_LONG_ITEMS_MIN_MEMORY keep it for items of any length,
+# smaller ones up to PERSISTENT_MAX_CHUNKS chunks an item.
 PERSISTENT_LONG_ITEMS_MIN_MEMORY = 100 << 30
+PERSISTENT_MAX_CHUNKS = 32.0
 
 
 @torch.compiler.assume_constant_result
 def persistent_max_chunks(device: torch.device) -> float:
     """The longest items (mean chunks a sequence) that take chunk_fwd's persistent grid on ``device``: any length on
-    cards of at least PERSISTENT_LONG_ITEMS_MIN_MEMORY, else ops.PERSISTENT_MAX_CHUNKS; FLASHQLA_PERSISTENT_MAX_CHUNKS
-    sets it on every card (A/B runs)."""
-    from .ops import PERSISTENT_MAX_CHUNKS
-
+    cards of at least PERSISTENT_LONG_ITEMS_MIN_MEMORY, else PERSISTENT_MAX_CHUNKS; FLASHQLA_PERSISTENT_MAX_CHUNKS sets
+    it on every card (A/B runs)."""
     forced = os.environ.get("FLASHQLA_PERSISTENT_MAX_CHUNKS")
     if forced:
         try:
             return float(forced)
         except ValueError:
-            raise ValueError(f"FLASHQLA_PERSISTENT_MAX_CHUNKS: expected a number of chunks, got {forced!r}") from None
+            raise ValueError(f"FLASHQLA_PERSISTENT_MAX_CHUNKS: expected a number of chunks, got {forced!r}") \
+                from None
     big = torch.cuda.get_device_properties(device).total_memory >= PERSISTENT_LONG_ITEMS_MIN_MEMORY
     return float("inf") if big else PERSISTENT_MAX_CHUNKS
 

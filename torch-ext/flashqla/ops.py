@@ -24,14 +24,14 @@ FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf beta, b
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
 # Tests set FLASHQLA_POISON=1 so every output buffer starts as NaN: an element a kernel fails to write fails.
 _POISON = os.environ.get("FLASHQLA_POISON") == "1"
-# kkt_solve's variant (FLASHQLA_KKT_MERGE): "auto" (the default) runs "gva" at every GVA ratio: one CTA per chunk and key
-# head forms the inverses of its HV / H value heads, which share K's load and K K^T (kkt_solve_gva.py; H200: kkt_solve
-# -23% at GVA 4, -11% at 2, -15% at 3 against "mma16", results/2026-11-25-h200-s21/gva_ab). At GVA 1 it took "mma16"
-# until A~ left by its lower blocks (a_tile.py): kkt_solve.py stages A~ in K's tile, whose K load then takes eight
-# 32-byte boxes, and its kernel grew 3-13%, while kkt_solve_gva's fell below the old "mma16" (H100: 2B-TP1 spans
-# within 1% of the old default, results/2026-11-26-h100-s25/kkt_gva1). Per value head (kkt_solve.py): "mma16" (the
-# row stripes' blocks below the diagonal by fp16 m16n8k16 mma.sync), "mma" (tf32 m16n8k8, v12-v20), "tc" (32 -> 64
-# merge on tf32 tensor cores, v3-v11), "regs" (CUDA cores); they stay built as A/B baselines.
+# kkt_solve's variant (FLASHQLA_KKT_MERGE): "auto" (the default) runs "gva" at every GVA ratio: one CTA per chunk
+# and key head forms the inverses of its HV / H value heads, which share K's load and K K^T (kkt_solve_gva.py; H200:
+# kkt_solve -23% at GVA 4, -11% at 2, -15% at 3 against "mma16", results/2026-11-25-h200-s21/gva_ab). At GVA 1 it
+# took "mma16" until A~ left by its lower blocks (a_tile.py): kkt_solve.py stages A~ in K's tile, whose K load then
+# takes eight 32-byte boxes, and its kernel grew 3-13%, while kkt_solve_gva's fell below the old "mma16" (H100: 2B-TP1
+# spans within 1% of the old default, results/2026-11-26-h100-s25/kkt_gva1). Per value head (kkt_solve.py): "mma16"
+# (the row stripes' blocks below the diagonal by fp16 m16n8k16 mma.sync), "mma" (tf32 m16n8k8, v12-v20), "tc"
+# (32 -> 64 merge on tf32 tensor cores, v3-v11), "regs" (CUDA cores); they stay built as A/B baselines.
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "auto")
 
 
@@ -51,14 +51,9 @@ FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 # chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
-# items outnumber the SMs and are short enough for the card, or one CTA an item (always with FLASHQLA_PERSISTENT=0), see chunk_fwd_grid
+# items outnumber the SMs and are short enough for the card (dispatch.persistent_max_chunks), or one CTA an item
+# (always with FLASHQLA_PERSISTENT=0), see chunk_fwd_grid
 PERSISTENT = os.environ.get("FLASHQLA_PERSISTENT", "1") != "0"
-# the longest items (mean chunks a sequence) that take the persistent grid on cards below
-# dispatch.PERSISTENT_LONG_ITEMS_MIN_MEMORY (H100). Its gain is per item boundary (~2 us of an item's start and end
-# hidden: -2 to -4% on the 1024x8 rows, 16 chunks an item, results/2026-11-25-h200-s22); on the H100 it made 128-chunk
-# items 11% slower (397B-TP1 8192x4, 0.93 vs 0.83 ms, old and new kernels alike, results/2026-11-26-h100-s25/
-# persistent_ab) while the 1024x8 rows keep their 0.5-2% there; on the H200 it is faster at every length
-PERSISTENT_MAX_CHUNKS = 32.0
 PERSISTENT_BLOCK_VS = (128,)  # the V blocks with a persistent variant (flashqla_kernels/specs.py says the same)
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -216,9 +211,10 @@ def chunk_fwd_grid(items: int, sms: int, block_v: int, fused: bool, chunks_per_i
                    max_chunks: float) -> tuple[int, bool]:
     """(CTAs, persistent) of a chunk_fwd launch over `items` (sequence, head, V block) items of `chunks_per_item`
     chunks on average: a persistent grid of one CTA an SM when the items outnumber the SMs and are short enough (at
-    most `max_chunks`, dispatch.persistent_max_chunks of the device; V blocks of PERSISTENT_BLOCK_VS, A~ from kkt_solve; its warpgroups run on from one item
-    into the next, so the next item's loads, its P and its initial state's prefetch into L2 overlap the end of the
-    item before instead of a new CTA's start-up), else a CTA an item (also with FLASHQLA_PERSISTENT=0)."""
+    most `max_chunks`, dispatch.persistent_max_chunks of the device; V blocks of PERSISTENT_BLOCK_VS, A~ from
+    kkt_solve; its warpgroups run on from one item into the next, so the next item's loads, its P and its initial
+    state's prefetch into L2 overlap the end of the item before instead of a new CTA's start-up), else a CTA an item
+    (also with FLASHQLA_PERSISTENT=0)."""
     if (PERSISTENT and not fused and block_v in PERSISTENT_BLOCK_VS and items > sms
             and chunks_per_item <= max_chunks):
         return sms, True
@@ -266,9 +262,10 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
     (k's dtype; per chunk only the 16 x 16 blocks on or below the diagonal are written, a sequence's first chunk
-    whole (flashqla_kernels/a_tile.py), the others are never read), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k|| (l2norm; else 1), exp(G) / ||k||,
-    beta exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta; sequence n's tokens from row
-    :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
+    whole (flashqla_kernels/a_tile.py), the others are never read), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k||
+    (l2norm; else 1), exp(G) / ||k||, beta exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta;
+    sequence n's tokens from row :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other
+    rows unwritten).
     """
     T, H, K = k.shape
     N = _seqs_of_table(chunk_table, T)
