@@ -22,7 +22,7 @@ bf16 staging tile of its own (8 KB: S stays live; a_tile.py's layout), from whic
 diagonal leave by four TMA stores (a sequence's first chunk whole; a partial one by masked row stores), then the head's
 factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). The heads' beta and g sit in a
 [2, 2, C] buffer by head parity, the parity a run-time index (`chunk_inverse.row_of`): the loop body exists once (a
-copy a parity made the kernel 10% slower, cp_async_ab). Shared memory ~31 KB a CTA, 80 registers: 6 CTAs an SM.
+copy a parity made the kernel 10% slower, cp_async_ab). Shared memory ~31 KB a CTA, 96 registers: 5 CTAs an SM.
 Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's beta and g.
 """
 
@@ -36,10 +36,12 @@ from .kkt_solve import FACTOR_ROWS, LOG2E, store_factor_rows, store_key_norms
 
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
-                          chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 6,
+                          chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 5,
                           diag_stride: int = 20, pdl: bool = True):
-    """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread; 7 spills 40 bytes and was
-    5% slower on H200, results/2026-11-25-h200-s21/gva7_ab).
+    """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread). 5 (96 registers, 4 bytes of
+    spill) against 6 (80, 16 bytes): kkt_solve -1 to -5% on every row timed, spans -1 to -2% on the many-pair rows,
+    outputs bitwise equal (H100, results/2026-11-26-h100-s26/gva5_ab); 7 (72, 40 bytes) was 5% slower than 6 on
+    H200 (results/2026-11-25-h200-s21/gva7_ab). Fewer CTAs with more registers, as kkt_solve.py's v4h found.
     diag_stride: floats between the rows of x_s, which holds the four 16 x 16 diagonal inverses (block-local
     columns, see chunk_inverse.diag_col); 20 puts the recurrence's B-fragment loads of X_JJ on distinct banks.
     Threads 0..63 form a head's diagonal inverses while threads 64..127 form its cumsum. (Two heads a step, their
