@@ -21,8 +21,10 @@ stripes (fp16 m16n8k16, `solve_row_stripe_f16`) and the gated epilogue from regi
 bf16 staging tile of its own (8 KB: S stays live; a_tile.py's layout), from which a full chunk's blocks on or below the
 diagonal leave by four TMA stores (a sequence's first chunk whole; a partial one by masked row stores), then the head's
 factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). The heads' beta and g sit in a
-[2, 2, C] buffer by head parity, the parity a run-time index (`chunk_inverse.row_of`): the loop body exists once (a
-copy a parity made the kernel 10% slower, cp_async_ab). Shared memory ~31 KB a CTA, 96 registers: 5 CTAs an SM.
+[3, 2, C] buffer, head hr in slot hr % 3, a run-time index (`chunk_inverse.row_of`): the loop body exists once (a copy
+a parity made the kernel 10% slower, cp_async_ab), and with three slots the next head's prefetch needs no CTA barrier
+at a head's start (kkt -1 to -4%, H100, results/2026-11-26-h100-s26/fac3_ab). CTA barriers are placed by hand
+(specs.manual_syncs). Shared memory ~31 KB a CTA, 96 registers: 5 CTAs an SM.
 Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's beta and g.
 """
 
@@ -115,10 +117,11 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
             T.annotate_layout({ao_s: a_tile_layout(ao_s)})
             x_s = T.alloc_shared((C, XS), "float32")
-            # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of a head, double-buffered by the head's parity p: the next
-            # head's arrive by cp.async during this one's solve (through registers, ptxas spilled them and the
-            # prefetch waited for its loads at once)
-            fac_s = T.alloc_shared((2, 2, C), "float32")
+            # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
+            # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
+            # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
+            # still in its epilogue on other warps, reads (no CTA barrier at a head's start)
+            fac_s = T.alloc_shared((3, 2, C), "float32")
             gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
@@ -156,6 +159,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     fetch_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
                 T.ptx_commit_group()
                 T.barrier_wait(k_ready[0], 0)
+                T.sync_threads()  # (specs.manual_syncs: where TileLang's sync pass put one)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal
                     store_key_norms(kk_f, rn_s, tx)
@@ -175,13 +179,14 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         l_s[i, j] = kk_f[i, j]
                 last = T.min(C, t_end - t0) - 1
                 for hr in T.serial(gva):
-                    par = hr % 2
-                    T.sync_threads()  # the previous head's readers of its factors, gc_s and x_s are done
+                    par = hr % 3
                     if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
-                        fetch_factors(beta, g, fac_s, 1 - par, T.min(t0 + ti, num_tokens - 1), hk * gva + hr + 1, ti)
+                        fetch_factors(beta, g, fac_s, (hr + 1) % 3, T.min(t0 + ti, num_tokens - 1), hk * gva + hr + 1,
+                                      ti)
                     T.ptx_commit_group()  # (an empty group when there is none: one group a head)
                     T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
-                    T.sync_threads()  # ... for every thread (and, on the first head, S is visible)
+                    T.sync_threads()  # ... for every thread; the previous head's readers of gc_s and x_s are done
+                    # (and, on the first head, S is visible)
                     beta_h = row_of(fac_s, par, 0)  # this head's beta (an accessor, chunk_inverse.at)
                     if tx < C:
                         diag_block_inverse(l_s, col, ti, beta_h, cb)

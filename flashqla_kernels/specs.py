@@ -106,8 +106,10 @@ def manual_syncs(spec: Spec) -> bool:
     and places its CTA-level barriers itself: chunk_fwd, whose warpgroups hand every stage over on mbarriers,
     which the pass cannot see. It put four 128-thread barriers into each step of the auxiliary loop (conflicts
     between the producer warp's writes to different stages), so the three warps that form P waited for the
-    producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary)."""
-    return spec.kernel == "chunk_fwd"
+    producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary).
+    And kkt_solve_gva, whose factor prefetch into one of three slots needs no barrier at a head's start, where the
+    pass, unable to tell the slots apart, put one; the kernel writes out the barriers it needs."""
+    return spec.kernel in ("chunk_fwd", "kkt_solve_gva")
 
 
 def program_for(spec: Spec):
