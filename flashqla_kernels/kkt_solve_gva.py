@@ -159,7 +159,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     fetch_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
                 T.ptx_commit_group()
                 T.barrier_wait(k_ready[0], 0)
-                T.sync_threads()  # (specs.manual_syncs: where TileLang's sync pass put one)
+                T.sync_threads()  # every thread past K's wait before the wgmma, as TileLang's sync pass had it
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal
                     store_key_norms(kk_f, rn_s, tx)
