@@ -80,7 +80,7 @@ import tilelang
 import tilelang.language as T
 
 from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
-                            store_diag_block, store_row_stripe)
+                            solve_row_stripes_f16, store_diag_block, store_row_stripe)
 from .a_tile import a_tile_layout, load_a_lower
 from .kkt_solve import FACTOR_ROWS
 
@@ -111,7 +111,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       state_regs: int | None = None, aux_regs: int | None = None,
                       defer_o_store: bool | None = None, v_load: str = "ldsm", v_load_early: bool | None = None,
                       pdl: bool = True, sq_order: str | None = None, producer_regs: int = 24,
-                      fused_inverse: bool | None = None, inverse_tf32x3: bool = False, o_store: str = "stmatrix",
+                      fused_inverse: bool | None = None, inverse_tf32x3: bool = False, inverse_f16: bool = True,
+                      o_store: str = "stmatrix",
                       prefetch_h0: bool = True, persistent: bool = False, preload_stages: int = 1):
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
@@ -164,6 +165,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # fused_inverse (default at block_v 128): the auxiliary warpgroup forms each chunk's gated inverse itself
     # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
+    # inverse_f16: its row stripes as fp16 m16n8k16 block products (chunk_inverse.solve_row_stripes_f16, kkt_solve
+    # "mma16"'s; warp 3's dependent chain 9 mma instead of 18 tf32 ones): the fused chunk_fwd -3.5 to -4.5% on every
+    # row timed (H100, results/2026-11-26-h100-s27/fused_f16_ab); False: 1xTF32 (or 3xTF32, inverse_tf32x3).
     fused_inverse = FOUR_WG if fused_inverse is None else fused_inverse
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
@@ -285,11 +289,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(empty[st])
 
     @T.macro
-    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, x_b,
+    def form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt, a_f, b_f, ah, al, bh, bl, xa, th,
+                     bq, bf, x_b,
                      g_b, o_b, col_g, full, p_used, a_ready, seq_start, seq_end, c, gc, pu, ta):
         """Auxiliary warpgroup (fused_inverse), chunk c: the gated inverse A~ = (I + L)^-1 (.) Gamma with
         L = strict_lower(K K^T diag(beta)) (rows past the sequence's end masked) into a_s[c % 2], as kkt_solve
-        forms it (the same operations in the same order, so A~ is bitwise kkt_solve's on every stored row):
+        "mma16" forms it (with inverse_f16, the default; "mma" without: the same operations in the same order, so
+        A~ is bitwise that kkt_solve's on every stored row):
         K K^T by one wgmma, L to the fp32 tile lx_s (blocks on or below the diagonal), the diagonal blocks'
         inverses written over L's diagonal blocks, the row stripes' blocks (chunk_inverse.py) over L's blocks
         below the diagonal, then the gate Gamma_ij = exp(G_i - G_j) and the rounding to the input dtype. ta: the
@@ -322,7 +328,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         if ta < C:
             store_diag_block(lx_s, col, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
-        solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
+        if inverse_f16:  # fp16 m16n8k16 block products, as kkt_solve "mma16" (warp 3: 9 dependent mma, not 18)
+            solve_row_stripes_f16(lx_s, lx_s, xo, tt, xa, th, bq, bf, ta)
+        else:
+            solve_row_stripes(lx_s, lx_s, xo, tt, a_f, b_f, ah, al, bh, bl, ta, inverse_tf32x3)
         T.sync_threads(INV_BARRIER_ID, 128)  # every read of L's blocks below the diagonal is done
         store_row_stripe(lx_s, xo, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
@@ -491,6 +500,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 al = T.alloc_local((4,), "uint32")
                 bh = T.alloc_local((2,), "uint32")
                 bl = T.alloc_local((2,), "uint32")
+                xa = T.alloc_local((8 * 4,), "float16")  # inverse_f16: the stripes' fp16 A fragments
+                th = T.alloc_local((8,), "float16")
+                bq = T.alloc_local((4,), "float16")
+                bf = T.alloc_local((8,), acc)
                 x_b = T.alloc_local((2 * INV_EPILOGUE_BATCH,), acc)
                 g_b = T.alloc_local((INV_EPILOGUE_BATCH,), acc)
                 o_b = T.alloc_local((2,), dtype)
@@ -718,7 +731,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                     c = 2 * c2 + par
                                     if c < n_chunks:
                                         form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt,
-                                                     a_f, b_f, ah, al, bh, bl, x_b, g_b, o_b, col_g, full, p_used,
+                                                     a_f, b_f, ah, al, bh, bl, xa, th, bq, bf, x_b, g_b, o_b, col_g,
+                                                     full, p_used,
                                                      a_ready, seq_start, seq_end, c, base + c,
                                                      pu0 if par == 0 else pu1, tx - ST)
                                         form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,

@@ -215,8 +215,7 @@ def test_fused_inverse_equals_kkt_solve_bitwise(monkeypatch, l2norm):
     from flashqla import ops
 
     monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
-    if ops.KKT_MERGE not in ("mma", "mma16"):  # the twins: kkt_solve's row stripes in tf32 (or fp16) mma
-        monkeypatch.setattr(ops, "KKT_MERGE", "mma")
+    monkeypatch.setattr(ops, "KKT_MERGE", "mma16")  # the twin: kkt_solve's row stripes in fp16 mma, as the fused one
     inp = make_inputs([300, 0, 64, 1, 777, 63], H=2, HV=4, l2norm_in_kernel=l2norm, seed=29)
     outs = []
     for fused in (True, False):
