@@ -83,11 +83,15 @@ def time_kkt_solve(inp, rep):
         args = (cu, off)
     first = kkt_solve
     fused_bvs = getattr(ops, "FUSED_INVERSE_BLOCK_VS", ())
-    if fused_bvs and getattr(ops, "FUSED_INVERSE", True):  # chunk_fwd forms the inverse itself at these V blocks:
-        # the first launch is the rows-only pass
-        pairs = (cu.numel() - 1) * HV
-        if dispatch.choose_block_v(pairs, torch.cuda.get_device_properties(q.device).multi_processor_count) in fused_bvs:
-            first = ops.kkt_rows
+    pairs = (cu.numel() - 1) * HV
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    block_v = dispatch.choose_block_v(pairs, sms)
+    if hasattr(dispatch, "choose_fused_inverse"):  # chunk_fwd forms the inverse itself: the first launch is the
+        fused = dispatch.choose_fused_inverse(q.shape[1], HV, pairs, sms, block_v, q.device)  # rows-only pass
+    else:  # a package from before the choice by card and shape
+        fused = bool(fused_bvs) and getattr(ops, "FUSED_INVERSE", True) and block_v in fused_bvs
+    if fused:
+        first = ops.kkt_rows
     return triton.testing.do_bench(lambda: first(k, beta, g, *args, HV, False), warmup=25, rep=rep,
                                    return_mode="median")
 

@@ -168,14 +168,34 @@ def test_head_split_rule(monkeypatch):
     assert split(4, 33, 132, 128) == 0       # 132 pairs: exactly one wave
     assert split(4, 48, 132, 64) == 0        # only a 128-block launch is split
     assert split(200, 1, 132, 128) == 0      # more sequences than SMs: no whole head fills the full waves
-    monkeypatch.setattr(ops, "FUSED_INVERSE", True)
-    assert split(4, 48, 132, 128) == 0       # the fused inverse has no 64-block variant
-    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    assert split(4, 48, 132, 128, True) == 0  # the fused inverse has no 64-block variant
     monkeypatch.setenv("FLASHQLA_HEAD_SPLIT", "0")
     assert split(4, 48, 132, 128) == 0
     monkeypatch.delenv("FLASHQLA_HEAD_SPLIT")
     monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
     assert split(4, 48, 132, 128) == 0
+
+
+def test_fused_inverse_rule(monkeypatch):
+    """chunk_fwd forms the inverse itself at GVA 1 on a card below FUSED_INVERSE_MAX_MEMORY (an H100) when its
+    128-blocks fill the card, up to the measured pair count; FLASHQLA_FUSED_INVERSE=1|0 (ops.FUSED_INVERSE) forces
+    it, at the V blocks that have the variant."""
+    monkeypatch.setattr(ops, "FUSED_INVERSE", None)
+    monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: True)  # a stand-in H100
+    choose, dev = dispatch.choose_fused_inverse, torch.device("cpu")
+    assert choose(16, 16, 128, 132, 128, dev)          # 2B-TP1 1024x8: 128 pairs
+    assert choose(16, 16, 67, 132, 128, dev) and choose(16, 16, 264, 132, 128, dev)
+    assert not choose(16, 16, 66, 132, 128, dev)       # half the SMs or fewer: the split path's 64-blocks
+    assert not choose(16, 16, 265, 132, 128, dev)      # past the measured range
+    assert not choose(16, 32, 128, 132, 128, dev)      # GVA 2
+    assert not choose(16, 16, 128, 132, 64, dev)       # no 64-block variant
+    monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: False)  # a stand-in H200
+    assert not choose(16, 16, 128, 132, 128, dev)
+    monkeypatch.setattr(ops, "FUSED_INVERSE", True)
+    assert choose(16, 64, 512, 132, 128, dev) and not choose(16, 64, 512, 132, 64, dev)
+    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
+    monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: True)
+    assert not choose(16, 16, 128, 132, 128, dev)
 
 
 def test_head_split_traces_without_graph_break(monkeypatch):

@@ -267,7 +267,7 @@ def choose_block_v(num_pairs: int, sms: int) -> int:
     return 64 if 2 * num_pairs <= sms else 128
 
 
-def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int) -> int:
+def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int, fused: bool = False) -> int:
     """Value heads that run at V block 128 when the rest run at 64 by a second launch (0: no split).
 
     The fused kernel holds one CTA per SM, and at V block 128 the (sequence, head) pairs past the last full
@@ -276,13 +276,10 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int) -> 
     and the others at 64 after them: w waves of 128-blocks and one of 64-blocks instead of w + 1 of 128-blocks
     (e.g. 48 heads x 4 sequences on 132 SMs: heads 0-32 at 128, heads 33-47 at 64). The rule assumes sequences
     of similar length, like :func:`choose_block_v`. No split when the V block is forced (FLASHQLA_BLOCK_V), when
-    chunk_fwd forms the inverse itself (FLASHQLA_FUSED_INVERSE=1: the 64-block launch needs kkt_solve's A~) or
-    with FLASHQLA_HEAD_SPLIT=0.
+    chunk_fwd forms the inverse itself (``fused``, :func:`choose_fused_inverse`: the 64-block launch needs
+    kkt_solve's A~) or with FLASHQLA_HEAD_SPLIT=0.
     """
-    from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
-
-    if (block_v != 128 or (FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS)
-            or forced_block_v("FLASHQLA_BLOCK_V") or head_split_disabled()):
+    if (block_v != 128 or fused or forced_block_v("FLASHQLA_BLOCK_V") or head_split_disabled()):
         return 0
     pairs = num_seqs * num_heads
     waves = pairs // sms
@@ -292,6 +289,43 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int) -> 
     if split < 1 or 2 * num_seqs * (num_heads - split) > sms:
         return 0
     return split
+
+
+# The fused inverse by card: on an H100 (80 GB, HBM3) chunk_fwd is DRAM-bound (85% of peak on 397B-TP1 8192x4,
+# 74% on 2B-TP1 1024x8), and at GVA 1 the split path moves ~1.45x the bytes of one pass (kkt_solve reads K, A~ and
+# the factor rows go through HBM), so the fused variant, which pays ~1 us more a chunk step in its auxiliary warpgroup,
+# is faster where its 128-blocks fill the card: 2B-TP1 with 8 sequences of 512 / 1024 / 2048 / 4096 tokens -2 /
+# -7.5 / -10 / -12.5%, 16 of 1024 -5%, 7 of 1024 -1.5% (results/2026-11-26-h100-s27/fused_probe). At GVA 2 it
+# was slower (35B-TP1 1024x4 +10%, 2048x4 +6%, 8192x4 +1.6%, 1024x8 +11%), and with fewer pairs than half the SMs
+# (V block 64 doubles the split path's CTAs) far slower. Not measured on an H200, whose bandwidth is 1.4x the
+# H100's: cards of at least FUSED_INVERSE_MAX_MEMORY keep the split path (memory size as the card's proxy, as for
+# the persistent grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs pairs.
+FUSED_INVERSE_MAX_MEMORY = 100 << 30
+FUSED_INVERSE_MAX_PAIRS_PER_SM = 2
+
+
+@torch.compiler.assume_constant_result
+def fused_inverse_card(device: torch.device) -> bool:
+    """Whether ``device`` is a card on which :func:`choose_fused_inverse` may pick the fused inverse (a constant
+    under torch.compile)."""
+    return torch.cuda.get_device_properties(device).total_memory < FUSED_INVERSE_MAX_MEMORY
+
+
+def choose_fused_inverse(num_k_heads: int, num_v_heads: int, num_pairs: int, sms: int, block_v: int,
+                         device: torch.device) -> bool:
+    """Whether chunk_fwd forms each chunk's inverse itself (its fused-inverse variant; kkt_solve then writes only
+    the factor rows) instead of reading kkt_solve's A~. FLASHQLA_FUSED_INVERSE=1|0 forces it (ops.FUSED_INVERSE);
+    otherwise only at the V blocks that have the variant, at GVA 1, on cards below FUSED_INVERSE_MAX_MEMORY (see
+    there), with more pairs than half the SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs.
+    Under torch.compile the pair count may be symbolic: the comparisons become guards."""
+    from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
+
+    if block_v not in FUSED_INVERSE_BLOCK_VS:
+        return False
+    if FUSED_INVERSE is not None:
+        return FUSED_INVERSE
+    return (num_v_heads == num_k_heads and 2 * num_pairs > sms and num_pairs <= FUSED_INVERSE_MAX_PAIRS_PER_SM * sms
+            and fused_inverse_card(device))
 
 
 @torch.compiler.assume_constant_result
@@ -334,6 +368,7 @@ class ChunkPlan(NamedTuple):
     output_final_state: bool
     block_v: int
     head_split: int
+    fused: bool = False  # chunk_fwd forms the inverse itself (choose_fused_inverse)
     eager: Optional[object] = None  # the bound launches (ops.ChunkForward) that the eager fast path calls
 
 
@@ -343,7 +378,7 @@ def run_chunk_plan(plan: ChunkPlan, q, k, v, g, beta, initial_state, cu, scale: 
     from .ops import chunk_fwd
 
     o, ht = chunk_fwd(q, k, v, g, beta, initial_state, cu, plan.table, scale, plan.use_l2norm,
-                      plan.output_final_state, plan.block_v, plan.head_split)
+                      plan.output_final_state, plan.block_v, plan.head_split, plan.fused)
     return o.view(plan.B, plan.T, plan.HV, plan.V), (ht if plan.output_final_state else None)
 
 
@@ -383,10 +418,12 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     if not ok:
         return None
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
+    sms = sm_count(q.device)
+    fused = choose_fused_inverse(problem.H, problem.HV, problem.N * problem.HV, sms, block_v, q.device)
     plan = ChunkPlan(problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V,
                      None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
                      bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v,
-                     choose_head_split(problem.N, problem.HV, sm_count(q.device), block_v))
+                     choose_head_split(problem.N, problem.HV, sms, block_v, fused), fused)
     packed = _packed(problem, q, k, v, g, beta, initial_state)
     from . import ops
 
@@ -397,7 +434,7 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
             T=problem.B * problem.T, H=problem.H, HV=problem.HV, K=problem.K, V=problem.V, N=problem.N,
             dtype=v.dtype, device=q.device, use_l2norm=plan.use_l2norm, output_final_state=plan.output_final_state,
             has_h0=initial_state is not None, block_v=block_v, head_split=plan.head_split, chunk_table=plan.table,
-            cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V)))
+            cu_seqlens=cu, o_shape=(problem.B, problem.T, problem.HV, problem.V), fused=plan.fused))
         pq, pk, pv, pg, pbeta, ph0 = packed
         o, ht = plan.eager(ops._aligned(pq), ops._aligned(pk), ops._aligned(pv), pg, pbeta, ops._aligned(ph0),
                            _scale(problem, scale))

@@ -44,10 +44,10 @@ def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
 
 # V blocks at which chunk_fwd can form each chunk's inverse itself, so kkt_solve runs as its rows-only pass (the
 # kernels' table, flashqla_kernels/specs.py FUSED_INVERSE_BLOCK_VS, says the same; a test checks it), and whether
-# it does (FLASHQLA_FUSED_INVERSE=1|0; both variants are built; off by default while the separate kkt_solve is faster:
-# benchmarks/NOTES.md, session 15)
+# it does: FLASHQLA_FUSED_INVERSE=1 (always, at those V blocks) or 0 (never) forces it; unset (None), the runtime
+# chooses by card and shape (dispatch.choose_fused_inverse). Both variants are built.
 FUSED_INVERSE_BLOCK_VS = (128,)
-FUSED_INVERSE = os.environ.get("FLASHQLA_FUSED_INVERSE", "0") == "1"
+FUSED_INVERSE = {"1": True, "0": False}.get(os.environ.get("FLASHQLA_FUSED_INVERSE", ""))
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 # chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
@@ -323,8 +323,8 @@ class ChunkForward:
 
     def __init__(self, *, T: int, H: int, HV: int, K: int, V: int, N: int, dtype: torch.dtype, device: torch.device,
                  use_l2norm: bool, output_final_state: bool, has_h0: bool, block_v: int, head_split: int,
-                 chunk_table: torch.Tensor, cu_seqlens: torch.Tensor, o_shape: tuple):
-        self.fused = FUSED_INVERSE and block_v in FUSED_INVERSE_BLOCK_VS
+                 chunk_table: torch.Tensor, cu_seqlens: torch.Tensor, o_shape: tuple, fused: bool = False):
+        self.fused = bool(fused) and block_v in FUSED_INVERSE_BLOCK_VS
         if head_split and (self.fused or block_v != 128 or not 0 < head_split < HV):
             raise ValueError(f"head_split: expected 0, or 0 < head_split < HV = {HV} with block_v 128 and A~ from "
                              f"kkt_solve; got {head_split} (block_v {block_v}, fused inverse {self.fused})")
@@ -375,7 +375,7 @@ class ChunkForward:
 def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], cu_seqlens: torch.Tensor, chunk_table: torch.Tensor,
               scale: float, use_l2norm: bool, output_final_state: bool,
-              block_v: int, head_split: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+              block_v: int, head_split: int = 0, fused: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused GDN chunked forward on packed inputs.
 
     q, k [T, H, 128], v [T, HV, 128] (bf16/fp16), g, beta [T, HV] fp32, initial_state [N, HV, 128, 128]
@@ -383,6 +383,8 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     dtype), final_state [N, HV, 128, 128] fp32 (empty [0] when output_final_state is False).
     head_split (0 < head_split < HV, block_v 128, A~ from kkt_solve): value heads [0, head_split) run at block_v,
     heads [head_split, HV) by a second launch at V block 64 (:func:`dispatch.choose_head_split`); 0: one launch.
+    fused (block_v 128, no head split): chunk_fwd forms each chunk's inverse itself and kkt_solve writes only the
+    factor rows (:func:`dispatch.choose_fused_inverse`).
     """
     T, H = q.shape[0], q.shape[1]
     HV = v.shape[1]
@@ -396,13 +398,13 @@ def chunk_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
     forward = ChunkForward(T=T, H=H, HV=HV, K=q.shape[2], V=v.shape[2], N=N, dtype=v.dtype, device=v.device,
                            use_l2norm=use_l2norm, output_final_state=output_final_state,
                            has_h0=initial_state is not None, block_v=block_v, head_split=head_split,
-                           chunk_table=chunk_table, cu_seqlens=cu_seqlens, o_shape=(T, HV, v.shape[2]))
+                           chunk_table=chunk_table, cu_seqlens=cu_seqlens, o_shape=(T, HV, v.shape[2]), fused=fused)
     return forward(q, k, v, g, beta, initial_state, float(scale))
 
 
 @chunk_fwd.register_fake
 def _(q, k, v, g, beta, initial_state, cu_seqlens, chunk_table, scale, use_l2norm, output_final_state, block_v,
-      head_split=0):
+      head_split=0, fused=False):
     return _state_outputs(q, v, cu_seqlens.shape[0] - 1, output_final_state,
                           lambda *shape, dtype, device: v.new_empty(shape, dtype=dtype))
 
