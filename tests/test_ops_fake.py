@@ -198,6 +198,18 @@ def test_fused_inverse_rule(monkeypatch):
     assert not choose(16, 16, 128, 132, 128, dev)
 
 
+def test_fused_inverse_setting():
+    """FLASHQLA_FUSED_INVERSE: 1 / 0 force the fused inverse on / off, empty or "auto" leave the choice to the
+    runtime, anything else warns and means auto."""
+    from flashqla import warn
+
+    warn._reset_for_tests()
+    assert ops._fused_inverse_setting("1") is True and ops._fused_inverse_setting("0") is False
+    assert ops._fused_inverse_setting("") is None and ops._fused_inverse_setting("auto") is None
+    with pytest.warns(UserWarning, match="FLASHQLA_FUSED_INVERSE: expected 1, 0 or auto, got 'yes'"):
+        assert ops._fused_inverse_setting("yes") is None
+
+
 def test_head_split_traces_without_graph_break(monkeypatch):
     """Under torch.compile the head split is traced code on a dynamic sequence count: guards, no graph break, and the
     eager choices."""

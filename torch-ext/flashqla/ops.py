@@ -47,7 +47,21 @@ def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
 # it does: FLASHQLA_FUSED_INVERSE=1 (always, at those V blocks) or 0 (never) forces it; unset (None), the runtime
 # chooses by card and shape (dispatch.choose_fused_inverse). Both variants are built.
 FUSED_INVERSE_BLOCK_VS = (128,)
-FUSED_INVERSE = {"1": True, "0": False}.get(os.environ.get("FLASHQLA_FUSED_INVERSE", ""))
+def _fused_inverse_setting(value: str) -> Optional[bool]:
+    """FLASHQLA_FUSED_INVERSE: "1" -> True, "0" -> False, "" or "auto" -> None (the runtime chooses); any other value
+    warns once and means "auto"."""
+    if value in ("", "auto"):
+        return None
+    if value in ("0", "1"):
+        return value == "1"
+    from .warn import warn_once
+
+    warn_once("FLASHQLA_FUSED_INVERSE", f"flashqla: FLASHQLA_FUSED_INVERSE: expected 1, 0 or auto, got {value!r}; "
+              "using auto (the runtime chooses)")
+    return None
+
+
+FUSED_INVERSE = _fused_inverse_setting(os.environ.get("FLASHQLA_FUSED_INVERSE", ""))
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 # chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
