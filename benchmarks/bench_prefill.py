@@ -87,7 +87,7 @@ def time_kkt_solve(inp, rep):
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
     block_v = dispatch.choose_block_v(pairs, sms)
     if hasattr(dispatch, "choose_fused_inverse"):  # chunk_fwd forms the inverse itself: the first launch is the
-        fused = dispatch.choose_fused_inverse(q.shape[1], HV, pairs, sms, block_v, q.device)  # rows-only pass
+        fused = dispatch.choose_fused_inverse(q.shape[1], HV, pairs, sms, block_v, q.device, False)  # rows only
     else:  # a package from before the choice by card and shape
         fused = bool(fused_bvs) and getattr(ops, "FUSED_INVERSE", True) and block_v in fused_bvs
     if fused:

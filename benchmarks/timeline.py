@@ -71,6 +71,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--states", default="h0,ht", help='which states the forward reads and writes: "h0,ht", "h0", '
                     '"ht" or "none" (a diagnostic of what loading and storing them costs)')
+    ap.add_argument("--l2norm", action="store_true", help="q and k normalised inside the kernels "
+                    "(use_qk_l2norm_in_kernel=True, as transformers' GDN layers call it)")
     args = ap.parse_args()
     with_h0, with_ht = "h0" in args.states, "ht" in args.states
     import flashqla
@@ -83,6 +85,8 @@ def main():
         inp = make_inputs(H, HV, seq_layout(seqs))
         if not with_h0:
             inp["initial_state"] = None
+        if args.l2norm:
+            inp["use_qk_l2norm_in_kernel"] = True
         for _ in range(5):
             flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht)
         torch.cuda.synchronize()
@@ -104,7 +108,7 @@ def main():
         med = {k: {"dur_us": statistics.median(v["dur"]),
                    "gap_before_us": statistics.median(v["gap_before"]) if v["gap_before"] else None}
                for k, v in per.items()}
-        out = {"head": head, "seqs": seqs, "states": args.states, "iters": len(groups),
+        out = {"head": head, "seqs": seqs, "states": args.states, "l2norm": args.l2norm, "iters": len(groups),
                "span_us": statistics.median(spans) if spans else None,
                "flush_to_first_us": statistics.median(lead) if lead else None, "kernels": med}
         res["rows"].append(out)

@@ -177,9 +177,9 @@ def test_head_split_rule(monkeypatch):
 
 
 def test_fused_inverse_rule(monkeypatch):
-    """chunk_fwd forms the inverse itself at GVA 1 on a card below FUSED_INVERSE_MAX_MEMORY (an H100) when its
-    128-blocks fill the card, up to the measured pair count; FLASHQLA_FUSED_INVERSE=1|0 (ops.FUSED_INVERSE) forces
-    it, at the V blocks that have the variant."""
+    """chunk_fwd forms the inverse itself at GVA 1 without the in-kernel norms on a card below
+    FUSED_INVERSE_MAX_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count;
+    FLASHQLA_FUSED_INVERSE=1|0 (ops.FUSED_INVERSE) forces it, at the V blocks that have the variant."""
     monkeypatch.setattr(ops, "FUSED_INVERSE", None)
     monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: True)  # a stand-in H100
     choose, dev = dispatch.choose_fused_inverse, torch.device("cpu")
@@ -189,6 +189,7 @@ def test_fused_inverse_rule(monkeypatch):
     assert not choose(16, 16, 265, 132, 128, dev)      # past the measured range
     assert not choose(16, 32, 128, 132, 128, dev)      # GVA 2
     assert not choose(16, 16, 128, 132, 64, dev)       # no 64-block variant
+    assert not choose(16, 16, 128, 132, 128, dev, True)  # the norms of q and k in the kernels
     monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: False)  # a stand-in H200
     assert not choose(16, 16, 128, 132, 128, dev)
     monkeypatch.setattr(ops, "FUSED_INVERSE", True)

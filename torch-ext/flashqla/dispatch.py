@@ -299,7 +299,10 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int, fus
 # was slower (35B-TP1 1024x4 +10%, 2048x4 +6%, 8192x4 +1.6%, 1024x8 +11%), and with fewer pairs than half the SMs
 # (V block 64 doubles the split path's CTAs) far slower. Not measured on an H200, whose bandwidth is 1.4x the
 # H100's: cards of at least FUSED_INVERSE_MAX_MEMORY keep the split path (memory size as the card's proxy, as for
-# the persistent grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs pairs.
+# the persistent grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs pairs. Not with the norms of q and k in
+# the kernels (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of
+# spill) and its rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
+# (results/2026-11-26-h100-s27/fused_l2norm).
 FUSED_INVERSE_MAX_MEMORY = 100 << 30
 FUSED_INVERSE_MAX_PAIRS_PER_SM = 2
 
@@ -312,20 +315,21 @@ def fused_inverse_card(device: torch.device) -> bool:
 
 
 def choose_fused_inverse(num_k_heads: int, num_v_heads: int, num_pairs: int, sms: int, block_v: int,
-                         device: torch.device) -> bool:
+                         device: torch.device, use_l2norm: bool = False) -> bool:
     """Whether chunk_fwd forms each chunk's inverse itself (its fused-inverse variant; kkt_solve then writes only
     the factor rows) instead of reading kkt_solve's A~. FLASHQLA_FUSED_INVERSE=1|0 forces it (ops.FUSED_INVERSE);
-    otherwise only at the V blocks that have the variant, at GVA 1, on cards below FUSED_INVERSE_MAX_MEMORY (see
-    there), with more pairs than half the SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs.
-    Under torch.compile the pair count may be symbolic: the comparisons become guards."""
+    otherwise only at the V blocks that have the variant, at GVA 1, without the in-kernel norms (use_l2norm), on
+    cards below FUSED_INVERSE_MAX_MEMORY (see there), with more pairs than half the SMs (V block 128) and at most
+    FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs. Under torch.compile the pair count may be symbolic: the comparisons
+    become guards."""
     from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
 
     if block_v not in FUSED_INVERSE_BLOCK_VS:
         return False
     if FUSED_INVERSE is not None:
         return FUSED_INVERSE
-    return (num_v_heads == num_k_heads and 2 * num_pairs > sms and num_pairs <= FUSED_INVERSE_MAX_PAIRS_PER_SM * sms
-            and fused_inverse_card(device))
+    return (num_v_heads == num_k_heads and not use_l2norm and 2 * num_pairs > sms
+            and num_pairs <= FUSED_INVERSE_MAX_PAIRS_PER_SM * sms and fused_inverse_card(device))
 
 
 @torch.compiler.assume_constant_result
@@ -419,7 +423,8 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
         return None
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
     sms = sm_count(q.device)
-    fused = choose_fused_inverse(problem.H, problem.HV, problem.N * problem.HV, sms, block_v, q.device)
+    fused = choose_fused_inverse(problem.H, problem.HV, problem.N * problem.HV, sms, block_v, q.device,
+                                 bool(use_qk_l2norm_in_kernel))
     plan = ChunkPlan(problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V,
                      None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
                      bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v,
