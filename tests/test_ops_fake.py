@@ -178,7 +178,7 @@ def test_head_split_rule(monkeypatch):
 
 def test_fused_inverse_rule(monkeypatch):
     """chunk_fwd forms the inverse itself at GVA 1 without the in-kernel norms on a card below
-    FUSED_INVERSE_MAX_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count;
+    LARGE_CARD_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count;
     FLASHQLA_FUSED_INVERSE=1|0 (ops.FUSED_INVERSE) forces it, at the V blocks that have the variant."""
     monkeypatch.setattr(ops, "FUSED_INVERSE", None)
     monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: True)  # a stand-in H100

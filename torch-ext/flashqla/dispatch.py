@@ -130,16 +130,25 @@ def sm_count(device: torch.device) -> int:
 # 2048x16 -2.7%, 4096x8 -1.5%, 8192x4 734 vs 745 us; results/2026-11-26-h200-s25/persistent_probe); on an H100 (80 GB,
 # HBM3) it made 128-chunk items 11% slower (8192x4: 925 vs 830 us, old and new kernels alike) while the 1024x8 rows
 # (16 chunks an item) keep their 0.5-2% (results/2026-11-26-h100-s25/persistent_ab); the cause is not known. Memory
-# size tells the two apart: cards with at least PERSISTENT_LONG_ITEMS_MIN_MEMORY keep it for items of any length,
+# size tells the two apart (large_memory_card): cards of at least LARGE_CARD_MEMORY keep it for items of any length,
 # smaller ones up to PERSISTENT_MAX_CHUNKS chunks an item.
-PERSISTENT_LONG_ITEMS_MIN_MEMORY = 100 << 30
+LARGE_CARD_MEMORY = 100 << 30
+
+
+def large_memory_card(device: torch.device) -> bool:
+    """Whether ``device`` has at least LARGE_CARD_MEMORY: an H200 (141 GB, HBM3e) rather than an H100 (80 GB,
+    HBM3). Memory size is the runtime's proxy for the card's bandwidth class (the persistent grid's item length,
+    :func:`persistent_max_chunks`, and the fused inverse, :func:`fused_inverse_card`)."""
+    return torch.cuda.get_device_properties(device).total_memory >= LARGE_CARD_MEMORY
+
+
 PERSISTENT_MAX_CHUNKS = 32.0
 
 
 @torch.compiler.assume_constant_result
 def persistent_max_chunks(device: torch.device) -> float:
     """The longest items (mean chunks a sequence) that take chunk_fwd's persistent grid on ``device``: any length on
-    cards of at least PERSISTENT_LONG_ITEMS_MIN_MEMORY, else PERSISTENT_MAX_CHUNKS; FLASHQLA_PERSISTENT_MAX_CHUNKS sets
+    cards of at least LARGE_CARD_MEMORY, else PERSISTENT_MAX_CHUNKS; FLASHQLA_PERSISTENT_MAX_CHUNKS sets
     it on every card (A/B runs)."""
     forced = os.environ.get("FLASHQLA_PERSISTENT_MAX_CHUNKS")
     if forced:
@@ -148,7 +157,7 @@ def persistent_max_chunks(device: torch.device) -> float:
         except ValueError:
             raise ValueError(f"FLASHQLA_PERSISTENT_MAX_CHUNKS: expected a number of chunks, got {forced!r}") \
                 from None
-    big = torch.cuda.get_device_properties(device).total_memory >= PERSISTENT_LONG_ITEMS_MIN_MEMORY
+    big = large_memory_card(device)
     return float("inf") if big else PERSISTENT_MAX_CHUNKS
 
 
@@ -298,12 +307,11 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int, fus
 # -7.5 / -10 / -12.5%, 16 of 1024 -5%, 7 of 1024 -1.5% (results/2026-11-26-h100-s27/fused_probe). At GVA 2 it
 # was slower (35B-TP1 1024x4 +10%, 2048x4 +6%, 8192x4 +1.6%, 1024x8 +11%), and with fewer pairs than half the SMs
 # (V block 64 doubles the split path's CTAs) far slower. Not measured on an H200, whose bandwidth is 1.4x the
-# H100's: cards of at least FUSED_INVERSE_MAX_MEMORY keep the split path (memory size as the card's proxy, as for
+# H100's: cards of at least LARGE_CARD_MEMORY keep the split path (large_memory_card, the card's proxy, as for
 # the persistent grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs pairs. Not with the norms of q and k in
 # the kernels (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of
 # spill) and its rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
 # (results/2026-11-26-h100-s27/fused_l2norm).
-FUSED_INVERSE_MAX_MEMORY = 100 << 30
 FUSED_INVERSE_MAX_PAIRS_PER_SM = 2
 
 
@@ -311,7 +319,7 @@ FUSED_INVERSE_MAX_PAIRS_PER_SM = 2
 def fused_inverse_card(device: torch.device) -> bool:
     """Whether ``device`` is a card on which :func:`choose_fused_inverse` may pick the fused inverse (a constant
     under torch.compile)."""
-    return torch.cuda.get_device_properties(device).total_memory < FUSED_INVERSE_MAX_MEMORY
+    return not large_memory_card(device)
 
 
 def choose_fused_inverse(num_k_heads: int, num_v_heads: int, num_pairs: int, sms: int, block_v: int,
@@ -319,9 +327,9 @@ def choose_fused_inverse(num_k_heads: int, num_v_heads: int, num_pairs: int, sms
     """Whether chunk_fwd forms each chunk's inverse itself (its fused-inverse variant; kkt_solve then writes only
     the factor rows) instead of reading kkt_solve's A~. FLASHQLA_FUSED_INVERSE=1|0 forces it (ops.FUSED_INVERSE);
     otherwise only at the V blocks that have the variant, at GVA 1, without the in-kernel norms (use_l2norm), on
-    cards below FUSED_INVERSE_MAX_MEMORY (see there), with more pairs than half the SMs (V block 128) and at most
-    FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs. Under torch.compile the pair count may be symbolic: the comparisons
-    become guards."""
+    cards below LARGE_CARD_MEMORY (measurements at FUSED_INVERSE_MAX_PAIRS_PER_SM), with more pairs than half the
+    SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs. Under torch.compile the pair count may be
+    symbolic: the comparisons become guards."""
     from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
 
     if block_v not in FUSED_INVERSE_BLOCK_VS:

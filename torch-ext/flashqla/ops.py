@@ -47,6 +47,8 @@ def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
 # it does: FLASHQLA_FUSED_INVERSE=1 (always, at those V blocks) or 0 (never) forces it; unset (None), the runtime
 # chooses by card and shape (dispatch.choose_fused_inverse). Both variants are built.
 FUSED_INVERSE_BLOCK_VS = (128,)
+
+
 def _fused_inverse_setting(value: str) -> Optional[bool]:
     """FLASHQLA_FUSED_INVERSE: "1" -> True, "0" -> False, "" or "auto" -> None (the runtime chooses); any other value
     warns once and means "auto"."""
