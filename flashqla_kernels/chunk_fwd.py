@@ -3,9 +3,9 @@
 Inputs (tokens of all sequences packed along one axis, T tokens, N sequences):
     q, k       [T, H, K]     bf16/fp16 (value head hv reads key head hv // (HV // H); nothing repeated)
     v          [T, HV, V]    bf16/fp16
-    rows       [5, HV, R]    fp32 per-token factors from kkt_solve (one TMA box a chunk): G log2(e) (the
-                             chunk-local cumsum of the log decay, in log2 units), 1/||k|| (or 1), wf = exp(G) / ||k||,
-                             uf = beta exp(G_last - G) / ||k||, beta; sequence n's tokens from row
+    rows       [R, HV, R_len] fp32 per-token factor rows from kkt_solve (one TMA box a chunk): G log2(e) (the
+                             chunk-local cumsum of the log decay, in log2 units), beta, and with use_l2norm 1/||k||
+                             (R = kkt_solve.factor_rows); sequence n's tokens from row
                              rows_start(n) = round_up(cu_seqlens[n], 4) + C n, each sequence followed by zero rows
     a          [T, HV, C]    gated inverse A~ = (I + strict_lower(K K^T diag(beta)))^-1 (.) Gamma, from kkt_solve
                              (A~'s diagonal is exactly 1 in bf16; the delta rule's beta enters O's operand Vn and
@@ -62,6 +62,10 @@ chunks). Per CTA block_v / 64 "state" warpgroups, one auxiliary warpgroup and a 
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of the CTA's chunk gc into stage
                 gc % NS as soon as the stage is released, nothing else (its warpgroup's first warp). q, k and v of
                 the first item's first preload_stages chunks go out before the wait on kkt_solve's grid (pdl).
+                Its warps 1 and 2 (`derive_factors`, a token a thread) form the state chain's column factors
+                wf = exp(G) / ||k|| and uf = beta exp(G_last - G) / ||k|| of each landed stage into two more slots
+                of its factor tile and hand them over on `fac_ready` (kkt_solve stored them until session 28: 24
+                bytes a value-head token through HBM).
     item boundary (persistent grid): the state warpgroups read the next item's seq_table row at an item's start
                 and load its h0 (prefetched into L2 by the producer) into registers of their own before storing
                 the item's final state.
@@ -82,7 +86,7 @@ import tilelang.language as T
 from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
                             solve_row_stripes_f16, store_diag_block, store_row_stripe)
 from .a_tile import a_tile_layout, load_a_lower
-from .kkt_solve import FACTOR_ROWS
+from .kkt_solve import ROW_BETA, ROW_G, ROW_RK, factor_rows
 
 L2NORM_EPS = 1e-6
 QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width (registers of the aux WG)
@@ -185,6 +189,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     LAUNCH_REGS = 65536 // THREADS // 8 * 8  # registers a thread at launch (one CTA an SM): setmaxnreg's pool
     assert NSW * state_regs + aux_regs + producer_regs <= (NSW + 2) * LAUNCH_REGS
     PT = ST + 128  # first thread of the producer warpgroup
+    # a stage's factor tile: kkt_solve's R rows (one TMA box), then the two factors that derive_factors forms
+    R = factor_rows(use_l2norm)
+    F_WF, F_UF = R, R + 1
+    FAC_SLOTS = R + 2
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -209,7 +217,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         """Producer warp: chunk c of the item into stage gc % NS (gc: the CTA's running chunk count, which orders
         the stages across its items) once the stage's previous chunk is released, all by TMA: q, k, v (if load_qkv, a
         Python bool or a run-time test: else they were issued before the wait on kkt_solve's grid, `load_inputs`),
-        a and the chunk's five factor rows (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0
+        a and the chunk's factor rows (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0
         there)."""
         st = gc % NS
         t0 = seq_start + c * C
@@ -218,8 +226,35 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             load_inputs(q, k, v, q_s, k_s, v_s, full, seq_start, hk, hv, v0, c, gc)
         if not fused_inverse:
             load_a_lower(a, a_s, full, t0, hv, st)  # the blocks on or below the diagonal (a_tile.py)
-        T.tma_copy(rows[0:FACTOR_ROWS, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, :, :], barrier=full[st])
+        T.tma_copy(rows[0:R, hv, rows0 + c * C:rows0 + (c + 1) * C], fac_s[st, 0:R, :], barrier=full[st])
         T.barrier_arrive(full[st])
+
+    @T.macro
+    def derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, c, gc, j):
+        """Producer warpgroup's warps 1 and 2 (thread j = 0..C-1: token j), chunk c of the item (stage gc % NS): once
+        the stage has landed, the state chain's column factors of token j from its factor rows into the stage's
+        slots F_WF = exp2(G_j) rk_j and F_UF = exp2(G_last - G_j) rk_j beta_j (G in log2 units, G_last: the chunk's
+        last token's; rk = 1/||k_j|| with use_l2norm, else 1), zero past the sequence's end; then `fac_ready`. The
+        same operations in the same order as kkt_solve's former rows 2 and 3 (so the same bits), off every other
+        warpgroup's path: the state warpgroups wait for them only before their W^T pass."""
+        st = gc % NS
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (gc // NS) % 2)
+        # G_last by a flat index held in int32 (fl_row[0]; inline, TileLang widened it to int64, as gl_row)
+        fl_row[0] = st * (FAC_SLOTS * C) + ROW_G * C + T.min(C, seq_end - t0) - 1
+        g_last = fac_flat[fl_row[0]]
+        if t0 + j < seq_end:
+            if use_l2norm:
+                fac_s[st, F_WF, j] = T.exp2(fac_s[st, ROW_G, j]) * fac_s[st, ROW_RK, j]
+                fac_s[st, F_UF, j] = T.exp2(g_last - fac_s[st, ROW_G, j]) * fac_s[st, ROW_RK, j] * \
+                    fac_s[st, ROW_BETA, j]
+            else:
+                fac_s[st, F_WF, j] = T.exp2(fac_s[st, ROW_G, j])
+                fac_s[st, F_UF, j] = T.exp2(g_last - fac_s[st, ROW_G, j]) * fac_s[st, ROW_BETA, j]
+        else:
+            fac_s[st, F_WF, j] = 0.0
+            fac_s[st, F_UF, j] = 0.0
+        T.barrier_arrive(fac_ready[st])
 
     @T.macro
     def load_v_transposed(v_s, vt_b, st, tx):
@@ -253,9 +288,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # element from shared memory they were 4 loads an element, half of this warpgroup's time)
         for j in T.Parallel(C):
             if use_l2norm:  # 1/||k_j|| enters the exponent (log2 of it <= 10 for eps 1e-6)
-                gq_f[j] = fac_s[st, 0, j] - T.log2(fac_s[st, 1, j])
+                gq_f[j] = fac_s[st, ROW_G, j] - T.log2(fac_s[st, ROW_RK, j])
             else:
-                gq_f[j] = fac_s[st, 0, j]
+                gq_f[j] = fac_s[st, ROW_G, j]
         if use_l2norm:
             T.clear(qn_f)
             for kb in T.serial(K // QNORM_SLICE):
@@ -270,10 +305,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 rq_s[i] = T.rsqrt(qn_f[i] + L2NORM_EPS) * scale
             T.sync_threads(AUX_BARRIER_ID, 128)
             for i in T.Parallel(C):
-                gr_f[i] = fac_s[st, 0, i] + T.log2(rq_s[i])
+                gr_f[i] = fac_s[st, ROW_G, i] + T.log2(rq_s[i])
         else:
             for i in T.Parallel(C):
-                gr_f[i] = fac_s[st, 0, i] + T.log2(scale)
+                gr_f[i] = fac_s[st, ROW_G, i] + T.log2(scale)
         # the row factor (scale / ||q_i||) rides in the exponent (gr_i = log2(gamma_i scale / ||q_i||)): one
         # FMUL and a reload of `scale` less an element. P goes to registers in the input dtype first and to
         # shared memory by a copy in pairs (the element loop's exp2 kept it from vectorising: 2-byte stores),
@@ -307,14 +342,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
         if use_l2norm:  # row factor 1/||k_i||, column factor beta_j / ||k_j|| (kkt_solve's rows 1 and 4)
             for i in T.Parallel(C):
-                rb_f[i] = fac_s[st, 1, i]
+                rb_f[i] = fac_s[st, ROW_RK, i]
             for j in T.Parallel(C):
-                cn_f[j] = fac_s[st, 4, j] * fac_s[st, 1, j]
+                cn_f[j] = fac_s[st, ROW_BETA, j] * fac_s[st, ROW_RK, j]
             for i, j in T.Parallel(C, C):
                 kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < seq_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
         else:
             for j in T.Parallel(C):
-                cn_f[j] = fac_s[st, 4, j]
+                cn_f[j] = fac_s[st, ROW_BETA, j]
             for i, j in T.Parallel(C, C):
                 kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < seq_end), kk_f[i, j] * cn_f[j], 0.0)
         T.sync_threads(INV_BARRIER_ID, 128)  # the previous chunk's epilogue has read lx_s
@@ -337,7 +372,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
-        gate_rows(lx_s, fac_flat, st * (FACTOR_ROWS * C), a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
+        gate_rows(lx_s, fac_flat, st * (FAC_SLOTS * C) + ROW_G * C, a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
@@ -450,7 +485,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         q: T.Tensor((num_tokens, num_k_heads, K), dtype),
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         v: T.Tensor((num_tokens, num_v_heads, V), dtype),
-        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), acc),
+        rows: T.Tensor((R, num_v_heads, rows_len), acc),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         h0: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
         ht: T.Tensor((num_seqs_p1, num_v_heads, K, V), acc),
@@ -474,11 +509,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             v_s = T.alloc_shared((NS, C, BV), dtype)
             # A~: loaded by stage, or (fused_inverse) formed by the auxiliary warpgroup into a double buffer
             a_s = T.alloc_shared((2 if fused_inverse else NS, C, C), dtype)
-            # per row: G, 1/||k|| (l2norm) or 1, gamma_r rk_r (column factor of S^T K^T in W^T), d_r rk_r
-            # beta_r (column factor of Vn'^T in S^T), beta_r (Vn = Vn' diag(beta), O's operand); kkt_solve's rows,
-            # zero past the sequence's end
-            fac_s = T.alloc_shared((NS, FACTOR_ROWS, C), acc)
-            fac_flat = T.view(fac_s, (NS * FACTOR_ROWS * C,), acc)
+            # per row: kkt_solve's rows (TMA; G, beta_r (Vn = Vn' diag(beta), O's operand), 1/||k|| with l2norm),
+            # then derive_factors' gamma_r rk_r (F_WF: column factor of S^T K^T in W^T) and d_r rk_r beta_r (F_UF:
+            # column factor of Vn'^T in S^T); all zero past the sequence's end
+            fac_s = T.alloc_shared((NS, FAC_SLOTS, C), acc)
+            fac_flat = T.view(fac_s, (NS * FAC_SLOTS * C,), acc)
             # handed from the auxiliary warpgroup to the state warpgroups (double-buffered)
             p_s = T.alloc_shared((2, C, C), dtype)
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
@@ -548,8 +583,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
             gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
             gl_row = T.alloc_var("int32")               # flat index of the chunk's last G in fac_s
+            fl_row = T.alloc_local((1,), "int32")       # the same for derive_factors (producer warpgroup)
 
             full = T.alloc_barrier(arrive_count=[32] * NS)
+            fac_ready = T.alloc_barrier(arrive_count=[C] * NS)  # derive_factors' slots of stage st are written
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
             p_ready = T.alloc_barrier(arrive_count=[128, 128])
             p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
@@ -632,7 +669,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             # here, not after Vn^T's issue: with its exp2 pending there, ptxas put the wait for Vn^T
                             # before the 64 FMULs of the decay, i.e. on the chain (SASS; -1% on the long rows, H200,
                             # results/2026-11-25-h200-s24/timeline_ab)
-                            gl_row = st * (FACTOR_ROWS * C) + T.min(C, seq_end - t0) - 1
+                            gl_row = st * (FAC_SLOTS * C) + ROW_G * C + T.min(C, seq_end - t0) - 1
                             gl = T.exp2(fac_flat[gl_row])
                             if v_load == "ldsm" and V_EARLY:  # V^T's loads in flight from the start of the chunk
                                 load_v_transposed(v_s, vt_b, st, tx)
@@ -650,15 +687,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             state_times(st_b, st_h0, st_h1, q_s, st, ot_f)  # S^T Q^T
                             if v_load == "ldsm" and not V_EARLY:
                                 load_v_transposed(v_s, vt_b, st, tx)
+                            T.barrier_wait(fac_ready[st], (gc // NS) % 2)  # F_WF and F_UF of the stage
                             # "overlap": Z^T done, S^T Q^T may still run while W^T is formed; "split": Z^T and S^T Q^T's
                             # first half done, its second half may still run; "wait": both done
                             T.wait_wgmma(0 if sq_order == "wait" else 1)
                             if v_load == "ldsm":
                                 for i, j in T.Parallel(BV, C):
-                                    w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, 2, j]
+                                    w_b[i, j] = vt_b[i, j] - z_f[i, j] * fac_s[st, F_WF, j]
                             else:
                                 for i, j in T.Parallel(BV, C):
-                                    w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, 2, j]
+                                    w_b[i, j] = v_s[st, j, i] - z_f[i, j] * fac_s[st, F_WF, j]
                             if fused_inverse:
                                 T.barrier_wait(a_ready[pb], pph)
                                 T.wgmma_gemm(w_b, a_s[pb, :, :], z_f, transpose_B=True, clear_accum=True,
@@ -669,14 +707,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             for i, j in T.Parallel(BV, K):  # the state's decay while Vn^T runs (no product reads st_f)
                                 st_f[i, j] = st_f[i, j] * gl
                             for j in T.Parallel(C):  # the update's column factors, loaded before the wait
-                                fw_f[j] = fac_s[st, 3, j]
+                                fw_f[j] = fac_s[st, F_UF, j]
                             T.wait_wgmma(0)
                             for i, j in T.Parallel(BV, C):
                                 w_b[i, j] = z_f[i, j] * fw_f[j]
                             T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
                             # O's operand Vn = Vn' diag(beta), while the state update runs
                             for i, j in T.Parallel(BV, C):
-                                vn_b[i, j] = z_f[i, j] * fac_s[st, 4, j]
+                                vn_b[i, j] = z_f[i, j] * fac_s[st, ROW_BETA, j]
                             T.barrier_wait(p_ready[pb], pph)
                             for i, j in T.Parallel(BV, C):
                                 ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
@@ -747,7 +785,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             pu0 = pu0 + (n_chunks + 1) // 2
                             pu1 = pu1 + n_chunks // 2
             else:
-                # ----------------------------------------------------- producer warpgroup (first warp loads)
+                # ------------------------- producer warpgroup (first warp loads, warps 1-2 derive factors)
                 T.set_max_nreg(producer_regs, 0)
                 if pdl:
                     # q, k and v are complete when the grid starts (kkt_solve waited for the grids before it):
@@ -784,6 +822,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             if tx < PT + 32:
                                 load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
                                            it_hk[0], it_hv[0], (p % NVB) * BV, c, base + c, qkv_due(it, c))
+                            elif tx < PT + 32 + C:
+                                derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, it_end[0], c, base + c,
+                                               tx - PT - 32)
                         if persistent:
                             base = base + n_chunks
 

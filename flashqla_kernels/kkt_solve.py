@@ -15,17 +15,19 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :], the 16 x 16
                              blocks on or below the diagonal only (a_tile.py; with a_store "tma")
-    rows         [5, HV, R]  fp32 per-token factors of the fused kernel, token-contiguous so that it loads a
-                             chunk's five rows by one TMA box: sequence n's tokens from row
-                             round_up(cu_seqlens[n], 4) + C n (a box must start 16-byte aligned), and the rows
-                             after a sequence's last token up to its chunk's end written as zeros:
+    rows         [R, HV, R_len] fp32 per-token factor rows (R = `factor_rows(use_l2norm)`: 2, or 3 with the norm),
+                             token-contiguous so that chunk_fwd loads a chunk's rows by one TMA box: sequence n's
+                             tokens from row round_up(cu_seqlens[n], 4) + C n (a box must start 16-byte aligned),
+                             and the rows after a sequence's last token up to its chunk's end written as zeros:
                   rows[0]    G log2(e), the cumsum of g from the start of the token's chunk in log2 units (every
                              consumer exponentiates it by exp2)
-                  rows[1]    rk = 1 / ||k_t|| (use_l2norm; else 1)
-                  rows[2]    wf = exp(G_t) rk_t, the column factor of S^T K^T in W^T
-                  rows[3]    uf = exp(G_last - G_t) rk_t beta_t (G_last: the chunk's last token's G), the
-                             column factor of Vn'^T in the state update
-                  rows[4]    beta_t, the column factor of Vn'^T in O (see below)
+                  rows[1]    beta_t, the column factor of Vn'^T in O (see below)
+                  rows[2]    rk = 1 / ||k_t|| (use_l2norm only)
+                             chunk_fwd forms the two derived factors of its state chain from these on chip (the idle
+                             warps of its producer warpgroup, `derive_factors`): wf = exp(G_t) rk_t (the column factor
+                             of S^T K^T in W^T) and uf = exp(G_last - G_t) rk_t beta_t (G_last: the chunk's last
+                             token's G; the column factor of Vn'^T in the state update). Until session 28 kkt_solve
+                             stored those too (five rows: 24 bytes a value-head token more through HBM).
 
 A~ carries no beta (v13b): the delta rule's A = (I + strict_lower(diag(beta) K K^T))^-1 diag(beta) equals
 diag(beta) (I + strict_lower(K K^T diag(beta)))^-1 (push-through), so with Y the latter inverse the fused kernel
@@ -79,7 +81,13 @@ from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_str
 
 L2NORM_EPS = 1e-6
 LOG2E = 1.4426950408889634
-FACTOR_ROWS = 5  # per-token factor rows of `rows` (G, rk, wf, uf beta, beta); chunk_fwd loads them by one TMA box
+ROW_G, ROW_BETA, ROW_RK = 0, 1, 2  # the per-token factor rows of `rows` (rk with use_l2norm only)
+
+
+def factor_rows(use_l2norm: bool) -> int:
+    """How many factor rows kkt_solve writes (G, beta, and 1/||k|| with the in-kernel norm); chunk_fwd loads them by
+    one TMA box a chunk."""
+    return 3 if use_l2norm else 2
 
 
 @T.macro
@@ -97,20 +105,18 @@ def store_key_norms(kk_f, rn_s, tx):
 
 
 @T.macro
-def store_factor_rows(rows, hv, r0, t0, t_end, last, gc, beta_h, rn_s, use_l2norm):
-    """A chunk's five factor rows of head hv (see the module docstring) from its cumsum gc (log2 units), beta_h (a
+def store_factor_rows(rows, hv, r0, t0, t_end, gc, beta_h, rn_s, use_l2norm):
+    """A chunk's factor rows of head hv (see the module docstring) from its cumsum gc (log2 units), beta_h (a
     buffer or an accessor, chunk_inverse.at) and, with use_l2norm, rn_s; the rows past the sequence's end up to the
-    chunk's end as zeros. last: the chunk's last token."""
+    chunk's end as zeros."""
     for i in T.Parallel(CHUNK):
         if t0 + i < t_end:
-            rk_i = rn_s[i] if use_l2norm else 1.0  # 1/||k_i||, or 1 without the in-kernel norm
-            rows[0, hv, r0 + i] = gc[i]
-            rows[1, hv, r0 + i] = rk_i
-            rows[2, hv, r0 + i] = T.exp2(gc[i]) * rk_i
-            rows[3, hv, r0 + i] = T.exp2(gc[last] - gc[i]) * rk_i * at(beta_h, i)
-            rows[4, hv, r0 + i] = at(beta_h, i)
+            rows[ROW_G, hv, r0 + i] = gc[i]
+            rows[ROW_BETA, hv, r0 + i] = at(beta_h, i)
+            if use_l2norm:
+                rows[ROW_RK, hv, r0 + i] = rn_s[i]
         else:
-            for f in T.unroll(FACTOR_ROWS):
+            for f in T.unroll(factor_rows(use_l2norm)):
                 rows[f, hv, r0 + i] = 0.0
 
 
@@ -214,7 +220,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
         chunk_table: T.Tensor((num_slots, 3), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), "float32"),
+        rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
         gva: T.int32,
     ):
         with T.Kernel(num_slots, gva, num_k_heads, threads=threads) as (cid, hr, hk):
@@ -397,10 +403,9 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
                         for i, j in T.Parallel(C, C):
                             if t0 + i < t_end:
                                 a[t0 + i, hv, j] = ao_s[i, j]
-                # the fused kernel's per-token factors (its producer used to form them from G and 1/||k||),
-                # the whole chunk box: rows past the sequence's end are zeros (d = 0 removes those tokens)
-                last = T.min(C, t_end - t0) - 1
-                store_factor_rows(rows, hv, r0, t0, t_end, last, gc_s, beta_s, rn_s, use_l2norm)
+                # the fused kernel's per-token factor rows, the whole chunk box: rows past the sequence's end are
+                # zeros (beta = 0 there, and chunk_fwd's derived factors are zero past the end: those tokens drop out)
+                store_factor_rows(rows, hv, r0, t0, t_end, gc_s, beta_s, rn_s, use_l2norm)
                 if solve and a_store == "tma":
                     T.tma_store_wait()  # the staging tile must outlive the bulk store's reads
 

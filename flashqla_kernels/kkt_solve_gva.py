@@ -34,7 +34,7 @@ import tilelang.language as T
 from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
 from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, row_of, solve_row_stripes_f16,
                             store_diag_block)
-from .kkt_solve import FACTOR_ROWS, LOG2E, store_factor_rows, store_key_norms
+from .kkt_solve import LOG2E, factor_rows, store_factor_rows, store_key_norms
 
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
@@ -88,7 +88,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
 
     @T.macro
     def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
-                  r0, last, tx, whole):
+                  r0, tx, whole):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
         ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
         solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
@@ -98,7 +98,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         T.fence_proxy_async()
         T.sync_threads()
         store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
-        store_factor_rows(rows, hv, r0, t0, t_end, last, gc_h, beta_h, rn_s, use_l2norm)
+        store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
 
     @T.prim_func
     def kkt_solve_gva(
@@ -107,7 +107,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
         chunk_table: T.Tensor((num_slots, 3), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-        rows: T.Tensor((FACTOR_ROWS, num_v_heads, rows_len), "float32"),
+        rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
         gva: T.int32,
     ):
         with T.Kernel(num_slots, num_k_heads, threads=threads) as (cid, hk):
@@ -177,7 +177,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 for i, j in T.Parallel(C, C):
                     if j // SUB <= i // SUB:
                         l_s[i, j] = kk_f[i, j]
-                last = T.min(C, t_end - t0) - 1
                 for hr in T.serial(gva):
                     par = hr % 3
                     if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
@@ -195,7 +194,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         chunk_cumsum(row_of(fac_s, par, 1), gc_s, ti, sc)
                     T.sync_threads()
                     head_tail(l_s, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
-                              ob_s, hk * gva + hr, t0, t_end, r0, last, tx, whole == 1)
+                              ob_s, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
                 T.tma_store_wait()
 
     return kkt_solve_gva

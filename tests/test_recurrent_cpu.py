@@ -104,12 +104,12 @@ def test_lowered_source_uses_registers_and_vector_io(block_v):
 
 
 def test_factor_rows_agree_between_runtime_and_kernels():
-    """kkt_solve writes FACTOR_ROWS per-token factor rows that chunk_fwd loads by one TMA box; the runtime allocates
-    them (ops.FACTOR_ROWS) without importing the build-time package, so the two constants must agree."""
+    """kkt_solve writes factor_rows(use_l2norm) per-token factor rows that chunk_fwd loads by one TMA box; the runtime
+    allocates them (ops.factor_rows) without importing the build-time package, so the two must agree."""
     pytest.importorskip("tilelang")
-    from flashqla_kernels.kkt_solve import FACTOR_ROWS
+    from flashqla_kernels.kkt_solve import factor_rows
 
-    assert ops.FACTOR_ROWS == FACTOR_ROWS == 5
+    assert [ops.factor_rows(l2) for l2 in (False, True)] == [factor_rows(l2) for l2 in (False, True)] == [2, 3]
 
 
 def test_fused_inverse_block_vs_agree_between_runtime_and_kernels():

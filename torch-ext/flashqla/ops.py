@@ -18,7 +18,14 @@ import torch
 from . import loader
 
 CHUNK = 64
-FACTOR_ROWS = 5  # kkt_solve's per-token factor rows (G, 1/||k||, wf, uf beta, beta), one TMA box a chunk for chunk_fwd
+
+
+def factor_rows(use_l2norm: bool) -> int:
+    """kkt_solve's per-token factor rows (G, beta, and 1/||k|| with the in-kernel norm), one TMA box a chunk for
+    chunk_fwd; flashqla_kernels.kkt_solve.factor_rows at build time (a test checks that the two agree)."""
+    return 3 if use_l2norm else 2
+
+
 # One op namespace per loaded copy of the package: the hub loader imports it under an id such as
 # "_flashqla_cuda_<hash>", so a pip install and a hub copy in one process register distinct ops.
 _NS = (__package__ or "flashqla").split(".")[0].strip("_") or "flashqla"
@@ -278,15 +285,14 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
 
     k [T, H, 128] bf16/fp16, beta, g [T, HV] fp32, chunk_table (:func:`chunk_table_for`) -> a [T, HV, 64]
     (k's dtype; per chunk only the 16 x 16 blocks on or below the diagonal are written, a sequence's first chunk
-    whole (flashqla_kernels/a_tile.py), the others are never read), rows [5, HV, rows_len(T, N)] fp32: G, 1/||k||
-    (l2norm; else 1), exp(G) / ||k||, beta exp(G_last - G) / ||k|| (G_last: G of the chunk's last token), beta;
-    sequence n's tokens from row :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other
-    rows unwritten).
+    whole (flashqla_kernels/a_tile.py), the others are never read), rows [factor_rows(use_l2norm), HV,
+    rows_len(T, N)] fp32: G (log2 units), beta, and 1/||k|| with use_l2norm; sequence n's tokens from row
+    :func:`rows_start`, zero past each sequence's end up to its last chunk's end (other rows unwritten).
     """
     T, H, K = k.shape
     N = _seqs_of_table(chunk_table, T)
     a = _empty(T, num_v_heads, CHUNK, dtype=k.dtype, device=k.device)
-    rows = _empty(FACTOR_ROWS, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
+    rows = _empty(factor_rows(use_l2norm), num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
     if T == 0:
         return a, rows
     k = _aligned(k)
@@ -299,11 +305,11 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
 @kernel_op
 def kkt_rows(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: torch.Tensor, num_v_heads: int,
              use_l2norm: bool) -> torch.Tensor:
-    """kkt_solve's rows-only pass, for chunk_fwd's fused-inverse variant: the same rows [5, HV, rows_len(T, N)]
-    fp32 as :func:`kkt_solve` (bitwise), no inverse (k is read only with use_l2norm, for its norms)."""
+    """kkt_solve's rows-only pass, for chunk_fwd's fused-inverse variant: the same rows [factor_rows(use_l2norm), HV,
+    rows_len(T, N)] fp32 as :func:`kkt_solve` (bitwise), no inverse (k is read only with use_l2norm, for its norms)."""
     T, H, K = k.shape
     N = _seqs_of_table(chunk_table, T)
-    rows = _empty(FACTOR_ROWS, num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
+    rows = _empty(factor_rows(use_l2norm), num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
     if T == 0:
         return rows
     k = _aligned(k)
@@ -317,7 +323,7 @@ def kkt_rows(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: 
 @kkt_rows.register_fake
 def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     N = _seqs_of_table(chunk_table, k.shape[0])
-    return k.new_empty(FACTOR_ROWS, num_v_heads, rows_len(k.shape[0], N), dtype=torch.float32)
+    return k.new_empty(factor_rows(use_l2norm), num_v_heads, rows_len(k.shape[0], N), dtype=torch.float32)
 
 
 @kkt_solve.register_fake
@@ -325,7 +331,7 @@ def _(k, beta, g, chunk_table, num_v_heads, use_l2norm):
     T = k.shape[0]
     N = _seqs_of_table(chunk_table, T)
     return (k.new_empty(T, num_v_heads, CHUNK),
-            k.new_empty(FACTOR_ROWS, num_v_heads, rows_len(T, N), dtype=torch.float32))
+            k.new_empty(factor_rows(use_l2norm), num_v_heads, rows_len(T, N), dtype=torch.float32))
 
 
 # --------------------------------------------------------------------------------------------- chunk_fwd
@@ -349,7 +355,7 @@ class ChunkForward:
         self.dtype, self.o_shape, self.output_final_state = dtype, o_shape, output_final_state
         self.ht_shape = (N, HV, K, V) if output_final_state else (0,)
         self.a_shape = (T, HV, CHUNK)
-        self.rows_shape = (FACTOR_ROWS, HV, rows_len(T, N))
+        self.rows_shape = (factor_rows(use_l2norm), HV, rows_len(T, N))
         self.kkt = bind_kkt(dtype, use_l2norm, not self.fused, T, H, HV, N, chunk_table, self.index)
         flags = (1 if has_h0 else 0) | (2 if output_final_state else 0)
         parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
