@@ -340,7 +340,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         t0 = seq_start + c * C
         T.barrier_wait(full[st], (gc // NS) % 2)
         T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
-        if use_l2norm:  # row factor 1/||k_i||, column factor beta_j / ||k_j|| (kkt_solve's rows 1 and 4)
+        if use_l2norm:  # row factor 1/||k_i||, column factor beta_j / ||k_j|| (kkt_solve's rows ROW_RK, ROW_BETA)
             for i in T.Parallel(C):
                 rb_f[i] = fac_s[st, ROW_RK, i]
             for j in T.Parallel(C):
@@ -372,7 +372,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)
         T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         # kkt_solve's epilogue (G = row 0 of the stage's factor rows) into a_s[pb]
-        gate_rows(lx_s, fac_flat, st * (FAC_SLOTS * C) + ROW_G * C, a_s, pb, x_b, g_b, o_b, col_g, ta, INV_EPILOGUE_BATCH, dtype)
+        gate_rows(lx_s, fac_flat, st * (FAC_SLOTS * C) + ROW_G * C, a_s, pb, x_b, g_b, o_b, col_g, ta,
+                  INV_EPILOGUE_BATCH, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 
@@ -823,8 +824,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
                                            it_hk[0], it_hv[0], (p % NVB) * BV, c, base + c, qkv_due(it, c))
                             elif tx < PT + 32 + C:
-                                derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, it_end[0], c, base + c,
-                                               tx - PT - 32)
+                                derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, it_end[0], c,
+                                               base + c, tx - PT - 32)
                         if persistent:
                             base = base + n_chunks
 

@@ -31,7 +31,8 @@ def test_kkt_solve_fake_shapes():
         table = torch.empty(4, 2, dtype=torch.int32)
         a, rows = ops.kkt_solve(k, beta, beta, table, 6, True)
         assert a.shape == (100, 6, 64) and a.dtype == torch.float16
-        assert rows.shape == (3, 6, 100 + 64 * (4 - 100 // 64 - 1))  # G, beta, 1/||k|| (l2norm) and rows.dtype == torch.float32
+        # G, beta and 1/||k|| (l2norm)
+        assert rows.shape == (3, 6, 100 + 64 * (4 - 100 // 64 - 1)) and rows.dtype == torch.float32
         rows_only = ops.kkt_rows(k, beta, beta, table, 6, True)
         assert rows_only.shape == rows.shape and rows_only.dtype == torch.float32
 
