@@ -32,15 +32,14 @@ import tilelang
 import tilelang.language as T
 
 from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
-from .chunk_inverse import (CHUNK, XO_REGS, at, block_gate_factors, diag_block_inverse, gate_row_stripe, row_of,
-                            solve_row_stripes_f16, solve_row_stripes_f16_ldsm, store_diag_block)
+from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, row_of, solve_row_stripes_f16,
+                            store_diag_block)
 from .kkt_solve import LOG2E, factor_rows, store_factor_rows, store_key_norms
 
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 5,
-                          diag_stride: int = 20, pdl: bool = True, stripe_l: str = "ldsm",
-                          gate: str = "factors"):
+                          diag_stride: int = 20, pdl: bool = True):
     """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread). 5 (96 registers, 4 bytes of
     spill) against 6 (80, 16 bytes): kkt_solve -1 to -5% on every row timed, spans -1 to -2% on the many-pair rows,
     outputs bitwise equal (H100, results/2026-11-26-h100-s26/gva5_ab); 7 (72, 40 bytes) was 5% slower than 6 on
@@ -49,16 +48,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     columns, see chunk_inverse.diag_col); 20 puts the recurrence's B-fragment loads of X_JJ on distinct banks.
     Threads 0..63 form a head's diagonal inverses while threads 64..127 form its cumsum. (Two heads a step, their
     diagonal inverses formed at once by the two halves of the CTA, was 25% slower on H200:
-    results/2026-11-25-h200-s21/gva2_ab.)
-    stripe_l: how the row stripes read L's blocks below the diagonal. "ldsm": S's blocks below the diagonal are
-    stored once as fp16 (sh_s, padded rows) and read by ldmatrix.x4.trans, beta applied to each block sum
-    (`solve_row_stripe_f16_ldsm`); "lds": from the fp32 tile l_s by scalar loads, times beta, converted per use.
-    gate: how the epilogue gates the blocks below the diagonal. "factors": threads 64..127, after the cumsum and
-    while threads 0..63 substitute, form a row and a column factor a token (`block_gate_factors`), and the epilogue
-    multiplies by them (`gate_row_stripe`); "exp2": an exp2 an element (the diagonal blocks always)."""
+    results/2026-11-25-h200-s21/gva2_ab.)"""
     K, C = head_dim_k, chunk_size
-    assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2")
-    SH = C + 8  # sh_s's row stride in halves: 144 bytes, so an 8 x 8 matrix's rows fall on distinct banks
     assert C == CHUNK and threads == 2 * C
     SUB = C // 4
     XS = diag_stride
@@ -96,17 +87,14 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         T.ptx_cp_async(T.access_ptr(fac_s[p, 1, i], "w"), T.access_ptr(g[t, hv], "r"), 1)
 
     @T.macro
-    def head_tail(l_s, sh_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
-                  factors, r_f, hv, t0, t_end, r0, tx, whole):
+    def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
+                  r0, tx, whole):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
         ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
-        if stripe_l == "ldsm":
-            solve_row_stripes_f16_ldsm(sh_s, x_h, xo, tt, xa, th, bq, bf, b8, tx, beta_h)
-        else:
-            solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
+        solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
         T.tma_store_wait()  # the previous head's bulk store has read ao_s
         T.sync_threads()
-        gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True, factors, r_f)
+        gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True)
         T.fence_proxy_async()
         T.sync_threads()
         store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
@@ -129,10 +117,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
             T.annotate_layout({ao_s: a_tile_layout(ao_s)})
             x_s = T.alloc_shared((C, XS), "float32")
-            if stripe_l == "ldsm":  # S's blocks below the diagonal in fp16 (the row stripes' B operands)
-                sh_s = T.alloc_shared((C - SUB, SH), "float16")  # rows 16..63
-            else:
-                sh_s = None
             # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
             # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
             # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
@@ -140,14 +124,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             fac_s = T.alloc_shared((3, 2, C), "float32")
             gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
-            if gate == "factors":  # the row (per column block) and column factors of the blocks below the diagonal
-                rf_s = T.alloc_shared((3, C), "float32")
-                cf_s = T.alloc_shared((C,), "float32")
-                factors = (rf_s, cf_s)
-            else:
-                factors = None
-            gf = T.alloc_local((4,), "float32")
-            r_f = T.alloc_local((2,), "float32")
             sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
             kk_f = T.alloc_fragment((C, C), "float32")
             rb_f = T.alloc_fragment((C,), "float32")
@@ -157,7 +133,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             xa = T.alloc_local((8 * 4,), "float16")
             th = T.alloc_local((8,), "float16")
             bq = T.alloc_local((4,), "float16")
-            b8 = T.alloc_local((8,), "float16")
             bf = T.alloc_local((8,), "float32")
             col = T.alloc_local((SUB,), "float32")
             cb = T.alloc_local((SUB,), "float32")
@@ -199,16 +174,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
                 T.sync_threads()  # every warp's wgmma has read K before S overwrites it
-                if stripe_l == "ldsm":  # the diagonal blocks in fp32 (the substitution), the ones below in fp16
-                    for i, j in T.Parallel(C, C):
-                        if j // SUB == i // SUB:
-                            l_s[i, j] = kk_f[i, j]
-                        elif j // SUB < i // SUB:
-                            sh_s[i - SUB, j] = T.cast(kk_f[i, j], "float16")
-                else:
-                    for i, j in T.Parallel(C, C):
-                        if j // SUB <= i // SUB:
-                            l_s[i, j] = kk_f[i, j]
+                for i, j in T.Parallel(C, C):
+                    if j // SUB <= i // SUB:
+                        l_s[i, j] = kk_f[i, j]
                 for hr in T.serial(gva):
                     par = hr % 3
                     if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
@@ -224,11 +192,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         store_diag_block(x_s, col, ti, True)
                     else:  # meanwhile the other 64 threads form the chunk cumsum of g
                         chunk_cumsum(row_of(fac_s, par, 1), gc_s, ti, sc)
-                        if gate == "factors":
-                            block_gate_factors(sc[0], sc[1], sc[2], rf_s, cf_s, ti, gf)
                     T.sync_threads()
-                    head_tail(l_s, sh_s, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
-                              col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
+                    head_tail(l_s, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
+                              ob_s, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
                 T.tma_store_wait()
 
     return kkt_solve_gva
