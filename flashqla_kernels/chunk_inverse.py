@@ -17,6 +17,7 @@ Warp I's stripe has I(I+1)/2 + I block products (warp 3: nine), so the warps fin
 import tilelang.language as T
 
 CHUNK = 64
+LOG2E = 1.4426950408889634  # log2(e): G in log2 units is the prefix sum of g times this
 SUB = CHUNK // 4  # diagonal block size; a row stripe is one m16 mma tile high
 TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
 TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, rounds to nearest
@@ -227,6 +228,65 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
 
 
 @T.macro
+def mma_f16_b(acc, c0, a_h, a0, b_h, b0):
+    """`mma_f16` with B = b_h[b0:b0+4]."""
+    T.ptx_mma("float32", "m16n8k16", "row", "col", "fp16", "fp16", "fp32", a_h.data, a0, b_h.data, b0,
+              acc.data, c0, False)
+
+
+@T.macro
+def solve_row_stripe_f16_ldsm(sh, x_s, xo, tt, xa, th, bq, bf, b8, wi, gq, tq, lane, I, col_scale):
+    """`solve_row_stripe_f16` (diagonal blocks in x_s block-local, `diag_col`) with L's blocks read from an fp16 copy
+    of S = strict_lower(K K^T) (no column factor) through the accessor sh(K, r, c) (row r of row block K, column c:
+    an element whose address ldmatrix reads), by one ldmatrix.x4.trans
+    a block (both n-tiles' B fragments) instead of 16 scalar fp32 loads, 8 multiplies by the column factor and 4
+    conversions. The column factor of L =
+    S diag(col_scale) is applied once to the sum T_IJ = sum_K X_IK S_KJ (all its terms share block J's columns):
+    X_IJ = (-T_IJ diag(col_scale_J)) X_JJ. The 8 rows of an 8 x 8 matrix must fall on distinct banks (a padded
+    stride or a swizzle). Lane l addresses row 16 K + 8 ((l / 8) % 2) + l % 8, columns 16 J + 8 (l / 16)
+    .. + 7: matrix m = l / 8 = 2 q + kk lands in b8[2 m], b8[2 m + 1], i.e. n-tile q's B fragment at b8[4 q]."""
+    if wi == I:
+        for i in T.unroll(8):
+            bf[i] = x_s[SUB * I + gq + 8 * (i // 2 % 2), diag_col(I, 8 * (i // 4) + 2 * tq + i % 2, True)]
+        to_f16(xa, 8 * I, bf, 0, 8)
+        for jj in T.unroll(I):
+            J = I - 1 - jj
+            for r in T.unroll(8):
+                tt[r] = 0.0
+            for kb in T.unroll(I):
+                Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
+                if Kb > J:
+                    T.call_extern("handle", "tl::ptx_ldmatrix_x4_trans",
+                                  T.address_of(sh(Kb, 8 * ((lane // 8) % 2) + lane % 8, SUB * J + 8 * (lane // 16))),
+                                  T.address_of(b8[0]))
+                    for q in T.unroll(2):
+                        mma_f16_b(tt, 4 * q, xa, 8 * Kb, b8, 4 * q)
+            # X_IJ = (-T diag(col_scale_J)) X_JJ; element r of T is column 8 (r / 4) + 2 t + r % 2 of block J
+            for r in T.unroll(8):
+                bf[r] = -(tt[r] * at(col_scale, SUB * J + 8 * (r // 4) + 2 * tq + r % 2))
+                xo[8 * J + r] = 0.0
+            to_f16(th, 0, bf, 0, 8)
+            for q in T.unroll(2):
+                for r in T.unroll(4):
+                    bf[r] = x_s[SUB * J + 8 * (r // 2) + 2 * tq + r % 2, diag_col(J, 8 * q + gq, True)]
+                to_f16(bq, 0, bf, 0, 4)
+                mma_f16(xo, 8 * J + 4 * q, th, 0, bq)
+            if J > 0:  # X_IJ is an A operand of the blocks left of it
+                to_f16(xa, 8 * J, xo, 8 * J, 8)
+
+
+@T.macro
+def solve_row_stripes_f16_ldsm(sh, x_s, xo, tt, xa, th, bq, bf, b8, tx, col_scale):
+    """`solve_row_stripe_f16_ldsm` for the warp of thread tx, row stripes 1..3."""
+    wi = tx // 32
+    lane = tx % 32
+    gq = lane // 4
+    tq = tx % 4
+    for I in (1, 2, 3):
+        solve_row_stripe_f16_ldsm(sh, x_s, xo, tt, xa, th, bq, bf, b8, wi, gq, tq, lane, I, col_scale)
+
+
+@T.macro
 def solve_row_stripes_f16(l_s, x_s, xo, tt, xa, th, bq, bf, tx, diag_only=False, col_scale=None):
     """`solve_row_stripe_f16` for the warp of thread tx, row stripes 1..3."""
     wi = tx // 32
@@ -263,7 +323,7 @@ def store_row_stripe(x_s, xo, tx):
 
 
 @T.macro
-def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=False):
+def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=False, factors=None, r_f=None):
     """kkt_solve's gated epilogue straight from the row stripes' registers (after `solve_row_stripes`, in place of
     `store_row_stripe` and `gate_rows`): warp I = tx / 32 writes the rows [16 I, 16 I + 16) of
     A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype` to out, lane (g, t) = (lane / 4, lane % 4) the rows g, g + 8
@@ -278,7 +338,10 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
     Measured on H200 (results/2026-11-24-h200-s17): kkt_solve -5.5%. A single code path for all warps (warp-uniform
     tests per element instead of one branch a warp) lost that gain; in chunk_fwd's fused variant both forms were
     slower than `gate_rows` (+6.5% and +17%), so that variant keeps `store_row_stripe` and `gate_rows`.
-    g_r[2], g_c[2]: the rows' and a column pair's G. diag_only: x_s holds only the diagonal blocks (`diag_col`)."""
+    g_r[2], g_c[2]: the rows' and a column pair's G. diag_only: x_s holds only the diagonal blocks (`diag_col`).
+    factors (fb, rf_idx, cf_idx: an fp32 buffer and the index maps of `block_gate_factors`' rf and cf) and r_f[2]: the blocks below the diagonal are gated as X_ij rf[J, i] cf[j] = X_ij exp2(G_i - G_b) exp2(G_b - G_j) with b = 16 J + 15, the last row of column block J
+    (both exponents non-positive: i > b >= j), two multiplies an element instead of an exp2; the diagonal blocks as
+    before."""
     wi = tx // 32
     gq = (tx % 32) // 4
     tq = tx % 4
@@ -287,14 +350,22 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
             for h in T.unroll(2):
                 g_r[h] = g_buf[SUB * I + gq + 8 * h]
             for J in (0, 1, 2, 3):
+                if factors is not None and J < I:
+                    for h in T.unroll(2):
+                        r_f[h] = factors[0][factors[1](J, SUB * I + gq + 8 * h)]
                 for q in T.unroll(2):
-                    if J <= I:
+                    if factors is not None and J < I:
+                        for e in T.vectorized(2):
+                            g_c[e] = factors[0][factors[2](SUB * J + 8 * q + 2 * tq + e)]
+                    elif J <= I:
                         for e in T.vectorized(2):
                             g_c[e] = g_buf[SUB * J + 8 * q + 2 * tq + e]
                     for h in T.unroll(2):
                         m = 4 * J + 2 * q + h  # the pair's index (o_s[2 m], o_s[2 m + 1]; xo's block order)
                         for e in T.unroll(2):
-                            if J < I:
+                            if J < I and factors is not None:
+                                o_s[2 * m + e] = T.cast(xo[8 * J + 4 * q + 2 * h + e] * r_f[h] * g_c[e], dtype)
+                            elif J < I:
                                 o_s[2 * m + e] = T.cast(gated(xo[8 * J + 4 * q + 2 * h + e], g_r[h], g_c[e]), dtype)
                             elif J == I:
                                 o_s[2 * m + e] = T.cast(T.if_then_else(
@@ -306,6 +377,25 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
             for m in T.unroll(CHUNK // 4):  # m = 4 J + 2 q + h
                 for e in T.vectorized(2):
                     out[SUB * I + gq + 8 * (m % 2), SUB * (m // 4) + 8 * (m // 2 % 2) + 2 * tq + e] = o_s[2 * m + e]
+
+
+@T.macro
+def block_gate_factors(gc_lo, gc_hi, lo_total, fb, rf_idx, cf_idx, i, gf):
+    """Threads i = 0..63 of two warps, each holding the chunk's inclusive prefix sums of g by halves (lane l:
+    gc_lo = sum g[0..l], gc_hi = sum g[32..32+l], lo_total = sum g[0..31]; natural-log units, as `chunk_cumsum`
+    of kkt_solve_gva leaves them): the factors of `gate_row_stripe`'s blocks below the diagonal, with G = the
+    prefix sum times log2(e) formed by the same operations as the cumsum's stored values (so G_b is bitwise G of
+    row b), into the fp32 buffer fb at the index tuples rf_idx(J, i) and cf_idx(i): rf[J, i] =
+    exp2(min(G_i - G_b, 0)) and cf[i] = exp2(min(G_b' - G_i, 0)), b = 16 J + 15 (J = 0, 1,
+    2), b' the last row of i's own block (entries for rows or columns that no block below the diagonal uses are
+    written and never read). gf[4]: G_i, G_15, G_31, G_47."""
+    gf[0] = T.if_then_else(i < 32, gc_lo, gc_hi + lo_total) * LOG2E
+    gf[1] = T.shfl_sync(gc_lo, 15) * LOG2E
+    gf[2] = lo_total * LOG2E
+    gf[3] = (T.shfl_sync(gc_hi, 15) + lo_total) * LOG2E
+    for J in T.unroll(3):
+        fb[rf_idx(J, i)] = T.exp2(T.min(gf[0] - gf[1 + J], 0.0))
+    fb[cf_idx(i)] = T.exp2(T.min(T.if_then_else(i < 16, gf[1], T.if_then_else(i < 32, gf[2], gf[3])) - gf[0], 0.0))
 
 
 @T.macro

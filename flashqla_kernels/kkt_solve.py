@@ -76,11 +76,10 @@ import tilelang
 import tilelang.language as T
 
 from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
-from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, gate_rows, solve_row_stripes,
-                            solve_row_stripes_f16, store_diag_block)
+from .chunk_inverse import (CHUNK, LOG2E, XO_REGS, at, diag_block_inverse, gate_row_stripe, gate_rows,
+                            solve_row_stripes, solve_row_stripes_f16, store_diag_block)
 
 L2NORM_EPS = 1e-6
-LOG2E = 1.4426950408889634
 ROW_G, ROW_BETA, ROW_RK = 0, 1, 2  # the per-token factor rows of `rows` (rk with use_l2norm only)
 
 

@@ -13,11 +13,13 @@ cp_async_ab2).
 
 Tile plan: one CTA of 128 threads per (slot, key head), grid (S, H). K [C, K] by one TMA copy into the 16 KB tile
 that then holds S = strict_lower(K K^T) (fp32, rows past the sequence's end masked; with use_l2norm scaled by
-1/||k_i|| 1/||k_j||, the norms from its diagonal), stored once, blocks on or below the diagonal only. For each value
-head hv = hk gva + r, r = 0..gva-1: L = S diag(beta_hv) is never stored: its column factor enters where L is read
-(the substitution scales each finished row of the diagonal inverse by beta, the row stripes scale each B fragment),
-so the four 16 x 16 diagonal inverses (threads 0..63; threads 64..127 meanwhile form the chunk cumsum of g), the row
-stripes (fp16 m16n8k16, `solve_row_stripe_f16`) and the gated epilogue from registers (`gate_row_stripe`) into a
+1/||k_i|| 1/||k_j||, the norms from its diagonal), stored once: the diagonal blocks in fp32, the blocks below it
+as an fp16 copy by stmatrix into l_s's free part (stripe_l "ldsm"). For each value head hv = hk gva + r,
+r = 0..gva-1: L = S diag(beta_hv) is never stored: its column factor enters where L is read (the substitution scales
+each finished row of the diagonal inverse by beta, the row stripes scale each block sum), so the four 16 x 16
+diagonal inverses (threads 0..63; threads 64..127 meanwhile form the chunk cumsum of g and the gate's row and column
+factors), the row stripes (fp16 m16n8k16, B by ldmatrix.x4.trans, `solve_row_stripe_f16_ldsm`) and the gated
+epilogue from registers (`gate_row_stripe`) into a
 bf16 staging tile of its own (8 KB: S stays live; a_tile.py's layout), from which a full chunk's blocks on or below the
 diagonal leave by four TMA stores (a sequence's first chunk whole; a partial one by masked row stores), then the head's
 factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). The heads' beta and g sit in a
@@ -32,14 +34,41 @@ import tilelang
 import tilelang.language as T
 
 from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
-from .chunk_inverse import (CHUNK, XO_REGS, at, diag_block_inverse, gate_row_stripe, row_of, solve_row_stripes_f16,
-                            store_diag_block)
+from .chunk_inverse import (CHUNK, XO_REGS, at, block_gate_factors, diag_block_inverse, gate_row_stripe, row_of,
+                            solve_row_stripes_f16, solve_row_stripes_f16_ldsm, store_diag_block)
+from .chunk_fwd import accumulator_layout
 from .kkt_solve import LOG2E, factor_rows, store_factor_rows, store_key_norms
+
+
+def sh_offset(blk):
+    """Where row block blk's fp16 copy of S (its blocks left of the diagonal, 16 blk halves a row) starts in the row's
+    halves of l_s: the fp32 diagonal block of the row takes halves 32 blk .. 32 blk + 31, so block 1's copy goes after
+    it (64), blocks 2 and 3 before it (0)."""
+    return T.if_then_else(blk == 1, T.int32(64), T.int32(0))
+
+
+def sh_at(lh):
+    """The accessor (K, r, c) -> the fp16 copy of S[16 K + r, c] in lh (l_s's rows as halves), for
+    `solve_row_stripe_f16_ldsm`. l_s carries the swizzle of K's TMA tile, so the 8 rows of an ldmatrix fall on
+    distinct banks."""
+    return lambda K, r, c: lh[16 * K + r, c + sh_offset(K)]
+
+
+def rf_at(J, i):
+    """l_s's (row, column) of the gate's row factor rf[J, i] (`block_gate_factors`): rows 0..11, columns 16..31, in
+    the part of l_s that block row 0 leaves free (only its diagonal block, columns 0..15, is S)."""
+    return (4 * J + i // 16, 16 + i % 16)
+
+
+def cf_at(j):
+    """l_s's (row, column) of the gate's column factor cf[j]: rows 12..15, columns 16..31."""
+    return (12 + j // 16, 16 + j % 16)
 
 
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 5,
-                          diag_stride: int = 20, pdl: bool = True):
+                          diag_stride: int = 20, pdl: bool = True, stripe_l: str = "ldsm",
+                          gate: str = "factors"):
     """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread). 5 (96 registers, 4 bytes of
     spill) against 6 (80, 16 bytes): kkt_solve -1 to -5% on every row timed, spans -1 to -2% on the many-pair rows,
     outputs bitwise equal (H100, results/2026-11-26-h100-s26/gva5_ab); 7 (72, 40 bytes) was 5% slower than 6 on
@@ -48,8 +77,21 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     columns, see chunk_inverse.diag_col); 20 puts the recurrence's B-fragment loads of X_JJ on distinct banks.
     Threads 0..63 form a head's diagonal inverses while threads 64..127 form its cumsum. (Two heads a step, their
     diagonal inverses formed at once by the two halves of the CTA, was 25% slower on H200:
-    results/2026-11-25-h200-s21/gva2_ab.)"""
+    results/2026-11-25-h200-s21/gva2_ab.)
+    stripe_l: how the row stripes read L's blocks below the diagonal. "ldsm": S's blocks below the diagonal are
+    stored once as fp16 (padded rows) and read by ldmatrix.x4.trans, beta applied to each block sum
+    (`solve_row_stripe_f16_ldsm`); "lds": from the fp32 tile l_s by scalar loads, times beta, converted per use.
+    With "ldsm" the fp16 copy lives in the free part of l_s (`sh_at`), written from K K^T's accumulator by one
+    stmatrix.x4 a block (`store_s_f16`), so the kernel needs no more shared memory than with "lds". Measured
+    with the factors below against "lds" + "exp2": kkt_solve_gva -2 to -5% on every row timed (reference row 166.1
+    -> 161.3 us, 2B-TP1 1024x8 23.1 -> 22.4, two passes; H200, results/2026-11-26-h200-s30/kkt_stmatrix_ab). Its
+    first form, an element-wise fp16 store with the swizzle's index math an element, was 5-19% slower (a separate
+    tile or in l_s: results/2026-11-26-h200-s29/kkt_ldsm_ab, kkt_ldsm_inplace_ab).
+    gate: how the epilogue gates the blocks below the diagonal. "factors": threads 64..127, after the cumsum and
+    while threads 0..63 substitute, form a row and a column factor a token (`block_gate_factors`), and the epilogue
+    multiplies by them (`gate_row_stripe`); "exp2": an exp2 an element (the diagonal blocks always)."""
     K, C = head_dim_k, chunk_size
+    assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2")
     assert C == CHUNK and threads == 2 * C
     SUB = C // 4
     XS = diag_stride
@@ -59,6 +101,28 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     num_k_heads = T.dynamic("num_k_heads")
     num_v_heads = T.dynamic("num_v_heads")
     num_slots = T.dynamic("num_slots")
+
+    def f16_pair(frag, r, c):
+        """Elements (r, c), (r, c + 1) of an fp32 fragment rounded to fp16 (to nearest) and packed into 32 bits."""
+        return T.call_extern("uint32", "__pack_half2", T.cast(frag[r, c], "float16"), T.cast(frag[r, c + 1], "float16"))
+
+    @T.macro
+    def store_s_f16(kk_f, lh, tx):
+        """Warp I = tx / 32 (1..3): S's blocks (I, J), J < I, from K K^T's accumulator (rows 16 I + lane / 4, + 8; column
+        pairs 8 q + 2 (lane % 4): the mma fragment of the block's four 8 x 8 matrices) to the fp16 copy (`sh_at`), one
+        stmatrix.x4 a block; lane l addresses row l % 8 of matrix l / 8 = 2 q + h (h the row half)."""
+        lane = tx % 32
+        ct = 2 * (lane % 4)
+        for I in (1, 2, 3):
+            if tx // 32 == I:
+                rr = SUB * I + lane // 4
+                for J in (0, 1, 2):  # a Python tuple: J static, the fragment's registers fixed
+                    if J < I:
+                        T.call_extern("handle", "tl::ptx_stmatrix_x4",
+                                      T.address_of(lh[SUB * I + 8 * ((lane // 8) % 2) + lane % 8,
+                                                      SUB * J + 8 * (lane // 16) + sh_offset(I)]),
+                                      f16_pair(kk_f, rr, SUB * J + ct), f16_pair(kk_f, rr + 8, SUB * J + ct),
+                                      f16_pair(kk_f, rr, SUB * J + 8 + ct), f16_pair(kk_f, rr + 8, SUB * J + 8 + ct))
 
     @T.macro
     def chunk_cumsum(g_h, gc_h, i, sc):
@@ -87,14 +151,17 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         T.ptx_cp_async(T.access_ptr(fac_s[p, 1, i], "w"), T.access_ptr(g[t, hv], "r"), 1)
 
     @T.macro
-    def head_tail(l_s, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g, ob_s, hv, t0, t_end,
-                  r0, tx, whole):
+    def head_tail(l_s, sh, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
+                  factors, r_f, hv, t0, t_end, r0, tx, whole):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
         ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
-        solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
+        if stripe_l == "ldsm":
+            solve_row_stripes_f16_ldsm(sh, x_h, xo, tt, xa, th, bq, bf, b8, tx, beta_h)
+        else:
+            solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
         T.tma_store_wait()  # the previous head's bulk store has read ao_s
         T.sync_threads()
-        gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True)
+        gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True, factors, r_f)
         T.fence_proxy_async()
         T.sync_threads()
         store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
@@ -117,6 +184,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
             T.annotate_layout({ao_s: a_tile_layout(ao_s)})
             x_s = T.alloc_shared((C, XS), "float32")
+            lh = T.view(l_s, (C, 2 * C), "float16")  # l_s's rows as halves: the fp16 copy of S (`sh_at`)
+            sh = sh_at(lh)
             # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
             # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
             # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
@@ -124,8 +193,14 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             fac_s = T.alloc_shared((3, 2, C), "float32")
             gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
+            # the row (per column block) and column factors of the blocks below the diagonal, inside l_s
+            factors = (l_s, rf_at, cf_at) if gate == "factors" else None
+            gf = T.alloc_local((4,), "float32")
+            r_f = T.alloc_local((2,), "float32")
             sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
             kk_f = T.alloc_fragment((C, C), "float32")
+            if stripe_l == "ldsm":  # the wgmma accumulator's layout, stated for `store_s_f16`'s hand-made access
+                T.annotate_layout({kk_f: accumulator_layout(C, C)})
             rb_f = T.alloc_fragment((C,), "float32")
             cn_f = T.alloc_fragment((C,), "float32")
             xo = T.alloc_local((XO_REGS,), "float32")
@@ -133,6 +208,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             xa = T.alloc_local((8 * 4,), "float16")
             th = T.alloc_local((8,), "float16")
             bq = T.alloc_local((4,), "float16")
+            b8 = T.alloc_local((8,), "float16")
             bf = T.alloc_local((8,), "float32")
             col = T.alloc_local((SUB,), "float32")
             cb = T.alloc_local((SUB,), "float32")
@@ -174,9 +250,15 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     for i, j in T.Parallel(C, C):
                         kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
                 T.sync_threads()  # every warp's wgmma has read K before S overwrites it
-                for i, j in T.Parallel(C, C):
-                    if j // SUB <= i // SUB:
-                        l_s[i, j] = kk_f[i, j]
+                if stripe_l == "ldsm":  # the diagonal blocks in fp32 (the substitution), the ones below in fp16
+                    for i, j in T.Parallel(C, C):
+                        if j // SUB == i // SUB:
+                            l_s[i, j] = kk_f[i, j]
+                    store_s_f16(kk_f, lh, tx)
+                else:
+                    for i, j in T.Parallel(C, C):
+                        if j // SUB <= i // SUB:
+                            l_s[i, j] = kk_f[i, j]
                 for hr in T.serial(gva):
                     par = hr % 3
                     if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
@@ -192,9 +274,11 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         store_diag_block(x_s, col, ti, True)
                     else:  # meanwhile the other 64 threads form the chunk cumsum of g
                         chunk_cumsum(row_of(fac_s, par, 1), gc_s, ti, sc)
+                        if gate == "factors":
+                            block_gate_factors(sc[0], sc[1], sc[2], l_s, rf_at, cf_at, ti, gf)
                     T.sync_threads()
-                    head_tail(l_s, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, bf, g_b, col_g,
-                              ob_s, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
+                    head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
+                              col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
                 T.tma_store_wait()
 
     return kkt_solve_gva
