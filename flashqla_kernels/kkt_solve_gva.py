@@ -39,6 +39,8 @@ from .chunk_inverse import (CHUNK, XO_REGS, at, block_gate_factors, diag_block_i
 from .chunk_fwd import accumulator_layout
 from .kkt_solve import LOG2E, factor_rows, store_factor_rows, store_key_norms
 
+MAX_GVA = 4  # factor_fetch "once": value heads a key head at most (fac_s's slots)
+
 
 def sh_offset(blk):
     """Where row block blk's fp16 copy of S (its blocks left of the diagonal, 16 blk halves a row) starts in the row's
@@ -68,7 +70,7 @@ def cf_at(j):
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 5,
                           diag_stride: int = 20, pdl: bool = True, stripe_l: str = "ldsm",
-                          gate: str = "factors"):
+                          gate: str = "factors", factor_fetch: str = "per_head"):
     """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread). 5 (96 registers, 4 bytes of
     spill) against 6 (80, 16 bytes): kkt_solve -1 to -5% on every row timed, spans -1 to -2% on the many-pair rows,
     outputs bitwise equal (H100, results/2026-11-26-h100-s26/gva5_ab); 7 (72, 40 bytes) was 5% slower than 6 on
@@ -89,9 +91,19 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     tile or in l_s: results/2026-11-26-h200-s29/kkt_ldsm_ab, kkt_ldsm_inplace_ab).
     gate: how the epilogue gates the blocks below the diagonal. "factors": threads 64..127, after the cumsum and
     while threads 0..63 substitute, form a row and a column factor a token (`block_gate_factors`), and the epilogue
-    multiplies by them (`gate_row_stripe`); "exp2": an exp2 an element (the diagonal blocks always)."""
+    multiplies by them (`gate_row_stripe`); "exp2": an exp2 an element (the diagonal blocks always).
+    factor_fetch: how the heads' beta and g reach shared memory. "per_head": one 4-byte cp.async a token, head and
+    tensor, the next head's during this one's solve (three slots); "once": all gva heads' in the prologue, one
+    16-byte (GVA 4) or 8-byte (GVA 2) cp.async a token and tensor into a token-major tile, spread head-major by the
+    loading threads once K K^T and S's store are issued. Each such gather costs the L1 one wavefront a 32-byte
+    sector, 32 an instruction (Nsight Compute, results/2026-11-26-h200-s30/ncu_kkt: the 4-byte copies 512 of ~3400
+    shared wavefronts a CTA at GVA 4, with L1/TEX at 82%), so "once" has a quarter of them at GVA 4. Measured
+    against "per_head" (H200, results/2026-11-26-h200-s30/fac_once_ab2, timeline, two passes): kkt_solve_gva -3 to
+    -6% at GVA 4 (reference row 161.4 -> 153.2 us), +1.5 to +3.5% at GVA 2, +9 to +10% at GVA 1 and 3; the runtime
+    takes "once" at GVA 4 only (ops.kkt_gva_fetch: fac_once_ab3, reference row 161.1 -> 153.1 us, the other ratios
+    unchanged). Outputs bitwise equal."""
     K, C = head_dim_k, chunk_size
-    assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2")
+    assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
     assert C == CHUNK and threads == 2 * C
     SUB = C // 4
     XS = diag_stride
@@ -142,13 +154,42 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         gc_h[i] = T.if_then_else(i < 32, sc[0], sc[1] + sc[2]) * LOG2E
 
     @T.macro
-    def fetch_factors(beta, g, fac_s, p, t, hv, i):
-        """Thread i: token t's beta and g of head hv into fac_s[p, 0, i], fac_s[p, 1, i] by cp.async (no
-        registers; the caller commits the group). Values of tokens past the sequence's end are never used: L's
-        rows past it are masked in S, the gate of a stored row reads G of its own and earlier tokens only, and
-        the factor rows past it are written as zeros."""
+    def fetch_head_factors(beta, g, fac_s, p, t, hv, i):
+        """factor_fetch "per_head". Thread i: token t's beta and g of head hv into fac_s[p, 0, i], fac_s[p, 1, i]
+        by cp.async (no registers; the caller commits the group). Values of tokens past the sequence's end are never
+        used: L's rows past it are masked in S, the gate of a stored row reads G of its own and earlier tokens only,
+        and the factor rows past it are written as zeros."""
         T.ptx_cp_async(T.access_ptr(fac_s[p, 0, i], "w"), T.access_ptr(beta[t, hv], "r"), 1)
         T.ptx_cp_async(T.access_ptr(fac_s[p, 1, i], "w"), T.access_ptr(g[t, hv], "r"), 1)
+
+    @T.macro
+    def fetch_factors(beta, g, raw_s, t, hv0, i, gva):
+        """factor_fetch "once". Thread i: token t's beta and g of the key head's gva value heads hv0 .. hv0 + gva - 1 (contiguous in
+        beta[t] and g[t]) into raw_s[0, i, 0:gva], raw_s[1, i, 0:gva] by cp.async, one 16-byte copy a tensor at
+        GVA 4, one 8-byte copy at GVA 2 (the runtime passes beta and g 16-byte aligned, and HV = H gva keeps every
+        row's start aligned so), a 4-byte copy a head otherwise; the caller commits the group. Values of tokens
+        past the sequence's end are never used: L's rows past it are masked in S, the gate of a stored row reads G
+        of its own and earlier tokens only, and the factor rows past it are written as zeros."""
+        if gva == 4:
+            T.ptx_cp_async(T.access_ptr(raw_s[0, i, 0], "w"), T.access_ptr(beta[t, hv0], "r"), 4)
+            T.ptx_cp_async(T.access_ptr(raw_s[1, i, 0], "w"), T.access_ptr(g[t, hv0], "r"), 4)
+        elif gva == 2:
+            T.ptx_cp_async(T.access_ptr(raw_s[0, i, 0], "w"), T.access_ptr(beta[t, hv0], "r"), 2)
+            T.ptx_cp_async(T.access_ptr(raw_s[1, i, 0], "w"), T.access_ptr(g[t, hv0], "r"), 2)
+        else:
+            for e in T.serial(gva):
+                T.ptx_cp_async(T.access_ptr(raw_s[0, i, e], "w"), T.access_ptr(beta[t, hv0 + e], "r"), 1)
+                T.ptx_cp_async(T.access_ptr(raw_s[1, i, e], "w"), T.access_ptr(g[t, hv0 + e], "r"), 1)
+
+    @T.macro
+    def spread_factors(raw_s, fac_s, i, gva):
+        """Thread i, after its own copies of `fetch_factors` have landed: its token's factors from raw_s (token-major)
+        to fac_s[hr, 0 / 1, i] (head-major, what the head loop reads without bank conflicts). The four entries are
+        read whole (one vector load a tensor); those past gva are not written."""
+        for e in T.unroll(MAX_GVA):
+            if e < gva:
+                fac_s[e, 0, i] = raw_s[0, i, e]
+                fac_s[e, 1, i] = raw_s[1, i, e]
 
     @T.macro
     def head_tail(l_s, sh, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
@@ -186,11 +227,17 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             x_s = T.alloc_shared((C, XS), "float32")
             lh = T.view(l_s, (C, 2 * C), "float16")  # l_s's rows as halves: the fp16 copy of S (`sh_at`)
             sh = sh_at(lh)
-            # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
-            # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
-            # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
-            # still in its epilogue on other warps, reads (no CTA barrier at a head's start)
-            fac_s = T.alloc_shared((3, 2, C), "float32")
+            if factor_fetch == "once":
+                # every head's beta (fac_s[hr, 0]) and g (fac_s[hr, 1]), loaded once in the prologue by one copy a
+                # token and tensor into raw_s (token-major, as in global memory) and spread by their loading threads
+                raw_s = T.alloc_shared((2, C, MAX_GVA), "float32")
+                fac_s = T.alloc_shared((MAX_GVA, 2, C), "float32")
+            else:
+                # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
+                # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
+                # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
+                # still in its epilogue on other warps, reads (no CTA barrier at a head's start)
+                fac_s = T.alloc_shared((3, 2, C), "float32")
             gc_s = T.alloc_shared((C,), "float32")
             rn_s = T.alloc_shared((C,), "float32")
             # the row (per column block) and column factors of the blocks below the diagonal, inside l_s
@@ -227,13 +274,19 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             tx = T.get_thread_binding()
             ti = tx % C  # the token whose factors this thread loads (threads < C)
 
-            if t0 < t_end:
+            # ("once" holds at most MAX_GVA heads' factors; the runtime takes it at GVA 4 only)
+            if (t0 < t_end) & ((gva <= MAX_GVA) if factor_fetch == "once" else True):
                 if tx < 32:
                     T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
                     T.barrier_arrive(k_ready[0])
-                if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
-                    fetch_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
-                T.ptx_commit_group()
+                if factor_fetch == "once":
+                    if tx < C:  # every head's beta and g (a token past the tensor's end reads its last token's)
+                        fetch_factors(beta, g, raw_s, T.min(t0 + ti, num_tokens - 1), hk * gva, ti, gva)
+                        T.ptx_commit_group()
+                else:
+                    if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
+                        fetch_head_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
+                    T.ptx_commit_group()
                 T.barrier_wait(k_ready[0], 0)
                 T.sync_threads()  # every thread past K's wait before the wgmma, as TileLang's sync pass had it
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
@@ -259,15 +312,22 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     for i, j in T.Parallel(C, C):
                         if j // SUB <= i // SUB:
                             l_s[i, j] = kk_f[i, j]
+                if factor_fetch == "once":
+                    if tx < C:  # the factors have had K K^T and S's store to land (the loop's first barrier shares
+                        T.ptx_wait_group(0)  # them)
+                        spread_factors(raw_s, fac_s, ti, gva)
                 for hr in T.serial(gva):
-                    par = hr % 3
-                    if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
-                        fetch_factors(beta, g, fac_s, (hr + 1) % 3, T.min(t0 + ti, num_tokens - 1), hk * gva + hr + 1,
-                                      ti)
-                    T.ptx_commit_group()  # (an empty group when there is none: one group a head)
-                    T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
-                    T.sync_threads()  # ... for every thread; the previous head's readers of gc_s and x_s are done
-                    # (and, on the first head, S is visible)
+                    if factor_fetch == "once":
+                        par = hr % MAX_GVA  # = hr (hr < gva <= MAX_GVA); bounded, so fac_s's indices stay 32-bit
+                    else:
+                        par = hr % 3
+                        if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
+                            fetch_head_factors(beta, g, fac_s, (hr + 1) % 3, T.min(t0 + ti, num_tokens - 1),
+                                               hk * gva + hr + 1, ti)
+                        T.ptx_commit_group()  # (an empty group when there is none: one group a head)
+                        T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
+                    T.sync_threads()  # the previous head's readers of gc_s and x_s are done (and, on the first
+                    # head, S is visible)
                     beta_h = row_of(fac_s, par, 0)  # this head's beta (an accessor, chunk_inverse.at)
                     if tx < C:
                         diag_block_inverse(l_s, col, ti, beta_h, cb)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 DTYPES = ("bfloat16", "float16")
+KKT_GVA_FETCHES = ("per_head", "once")  # kkt_solve_gva's factor_fetch (the runtime: ops.kkt_gva_fetch)
 HEAD_DIM = 128
 KKT_MERGES = ("regs", "tc", "mma", "mma16")  # kkt_solve block-merge variants (see kkt_solve.py); the runtime picks FLASHQLA_KKT_MERGE
 CHUNK = 64
@@ -55,7 +56,8 @@ def kkt_solve_specs() -> list[Spec]:
 
 def kkt_solve_gva_specs() -> list[Spec]:
     """kkt_solve per key head (kkt_solve_gva.py): the value heads sharing a key head share K and K K^T."""
-    return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2) for d in DTYPES for l2 in (False, True)]
+    return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch=f) for d in DTYPES for l2 in (False, True)
+            for f in KKT_GVA_FETCHES]
 
 
 PERSISTENT_BLOCK_VS = (128,)  # chunk_fwd has a persistent-grid variant at these V blocks (A~ from kkt_solve)

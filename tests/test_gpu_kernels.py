@@ -106,6 +106,33 @@ def test_kkt_solve_matches_float64(monkeypatch, merge):
 
 
 @pytest.mark.parametrize("l2norm", [False, True])
+def test_kkt_gva_fetch_forms_agree(monkeypatch, l2norm):
+    """kkt_solve_gva's two factor loads (every head's at once by 16-byte copies, or a head at a time by 4-byte ones)
+    give bitwise the same A~ and rows at GVA 4 (ragged, an empty sequence, a partial chunk)."""
+    from flashqla import ops
+    from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_solve
+
+    inp = make_inputs([300, 0, 129, 64, 1], H=2, HV=8, l2norm_in_kernel=l2norm, seed=73 + l2norm)
+    k, cu = inp["k"][0], inp["cu_seqlens"]
+    beta, g = inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
+    table = chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0])
+    outs = {}
+    for form in ("once", "per_head"):
+        monkeypatch.setattr(ops, "kkt_gva_fetch", lambda H, HV, form=form: form)
+        outs[form] = kkt_solve(k, beta, g, table, 8, l2norm)
+    (a1, r1), (a2, r2) = outs["once"], outs["per_head"]
+    rows_i = torch.arange(64, device=k.device)[:, None] // 16
+    stored = torch.arange(64, device=k.device)[None, :] // 16 <= rows_i  # the blocks a chunk stores (a_tile.py)
+    for n_, (s_, e_) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
+        for c0 in range(s_, e_, 64):
+            m = stored[:min(64, e_ - c0), None, :].expand(-1, 8, -1)
+            assert torch.equal(a1[c0:c0 + m.shape[0]][m], a2[c0:c0 + m.shape[0]][m])
+        r0 = ops.rows_start(s_, n_)
+        r_end = r0 + (e_ - s_ + 63) // 64 * 64  # rows past the sequence's end up to its last chunk's end are zeros
+        assert torch.equal(r1[:, :, r0:r_end], r2[:, :, r0:r_end])
+
+
+@pytest.mark.parametrize("l2norm", [False, True])
 def test_kkt_rows_equal_kkt_solve_rows(l2norm):
     """The rows-only pass (chunk_fwd's fused-inverse variant) writes bitwise the rows of the full pass, and
     nothing else: the same rows are unwritten (NaN under poisoning) in both."""
@@ -122,10 +149,11 @@ def test_kkt_rows_equal_kkt_solve_rows(l2norm):
 
 
 @pytest.mark.parametrize("block_v", ["128", "128-kkt", "64"])
-@pytest.mark.parametrize("ratio", [1, 2, 3, 4])
+@pytest.mark.parametrize("ratio", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("l2norm", [False, True])
 def test_chunk_forward_matches_float64(monkeypatch, block_v, ratio, l2norm):
-    """block_v "128": chunk_fwd forms the inverse itself (fused_inverse); "128-kkt": A~ from kkt_solve."""
+    """block_v "128": chunk_fwd forms the inverse itself (fused_inverse); "128-kkt": A~ from kkt_solve (GVA 4:
+    kkt_solve_gva's factor_fetch "once"; GVA 8: above its MAX_GVA, "per_head")."""
     from flashqla import ops
 
     monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v[:3].rstrip("-"))
@@ -161,6 +189,22 @@ def test_fixed_length_batch_and_no_initial_state(dtype):
     o, ht = flashqla.chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
     o_ref, ht_ref = reference.naive_recurrent_gated_delta_rule_f64(
         q.double(), k.double(), v.double(), g.double(), beta.double(), output_final_state=True)
+    assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
+
+
+@pytest.mark.parametrize("ratio", [2, 4])
+def test_unaligned_gates(ratio):
+    """fp32 g and beta whose data starts 4 bytes past a 16-byte boundary: kkt_solve_gva's "once" (GVA 4) loads a
+    token's gates of a key head's value heads by one 16-byte copy, so the runtime passes an aligned copy."""
+    inp = make_inputs([300, 0, 129], H=2, HV=2 * ratio, seed=71 + ratio)
+    for name in ("g", "beta"):
+        t = inp[name].float()
+        buf = torch.empty(t.numel() + 1, dtype=torch.float32, device=t.device)
+        buf[1:].copy_(t.flatten())
+        inp[name] = buf[1:].view(t.shape)
+        assert inp[name].data_ptr() % 16 != 0
+    o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    o_ref, ht_ref = oracle(inp, False)
     assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
 
 

@@ -331,6 +331,10 @@ def test_kkt_variant_by_head_sharing(monkeypatch):
     assert ops.kkt_variant(16, 64) == "mma"
     built = {s.kwargs().get("merge", s.kernel) for s in specs.kkt_solve_specs() + specs.kkt_solve_gva_specs()}
     assert {"mma16", "kkt_solve_gva"} <= built
+    # kkt_solve_gva's factor loads: all heads' at once at GVA 4 only; both forms built
+    assert [ops.kkt_gva_fetch(16, hv) for hv in (16, 32, 48, 64, 128)] == ["per_head"] * 3 + ["once", "per_head"]
+    assert {s.kwargs()["factor_fetch"] for s in specs.kkt_solve_gva_specs()} == set(specs.KKT_GVA_FETCHES)
+    assert {ops.kkt_gva_fetch(1, r) for r in range(1, 9)} <= set(specs.KKT_GVA_FETCHES)
 
 
 def test_sequence_table_longest_first():

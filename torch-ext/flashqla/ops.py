@@ -42,6 +42,14 @@ _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "auto")
 
 
+def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
+    """kkt_solve_gva's factor_fetch (flashqla_kernels/kkt_solve_gva.py): "once" (every head's beta and g by one 16-byte
+    copy a token) at GVA 4, where it made the kernel 3-6% faster; "per_head" (a 4-byte copy a token and head, the next
+    head's during this one) at every other ratio, where "once" was slower (H200, results/2026-11-26-h200-s30/
+    fac_once_ab2)."""
+    return "once" if num_v_heads == 4 * num_k_heads else "per_head"
+
+
 def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     """The kkt_solve variant that KKT_MERGE selects for these head counts (see KKT_MERGE)."""
     if KKT_MERGE == "auto":
@@ -269,7 +277,8 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     k, beta, g, a (any valid pointer without solve) and rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
     if merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
-        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm)
+        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
+                    factor_fetch=kkt_gva_fetch(H, HV))
     else:
         b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
@@ -295,7 +304,7 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     rows = _empty(factor_rows(use_l2norm), num_v_heads, rows_len(T, N), dtype=torch.float32, device=k.device)
     if T == 0:
         return a, rows
-    k = _aligned(k)
+    k, beta, g = _aligned(k), _aligned(beta), _aligned(g)  # (kkt_solve_gva's vector copies of beta and g)
     index = _device_index(k.device)
     bind_kkt(k.dtype, use_l2norm, True, T, H, num_v_heads, N, chunk_table, index).launch(
         _raw_stream(index), k=k, beta=beta, g=g, a=a, rows=rows)
@@ -384,7 +393,8 @@ class ChunkForward:
         rows = _empty(*self.rows_shape, dtype=torch.float32, device=dev)
         a = rows if self.fused else _empty(*self.a_shape, dtype=self.dtype, device=dev)  # fused: never touched
         stream = _raw_stream(self.index)
-        self.kkt.launch(stream, k=k, beta=beta, g=g, a=a, rows=rows)
+        # kkt_solve_gva's "once" loads a token's beta and g of a key head's value heads by one 16-byte copy
+        self.kkt.launch(stream, k=k, beta=_aligned(beta), g=_aligned(g), a=a, rows=rows)
         # absent states are passed as a valid pointer that the kernel never touches (flags say so)
         h0 = initial_state if initial_state is not None else o
         ht_arg = ht if self.output_final_state else o
