@@ -62,6 +62,18 @@ def rf_at(J, i):
     return (4 * J + i // 16, 16 + i % 16)
 
 
+def fac_at(hr, b, i):
+    """factor_fetch "once": l_s's (row, column) of head hr's beta (b = 0) or g (b = 1) of token i: rows 0..15,
+    columns 32..63, the rest of the part of l_s that block row 0 leaves free (`rf_at`); a head's 64 tokens take two
+    rows."""
+    return (4 * hr + 2 * b + i // 32, 32 + i % 32)
+
+
+def fac_row(l_s, hr, b):
+    """The accessor i -> l_s[`fac_at`(hr, b, i)] (built outside the prim_func body, as chunk_inverse.row_of)."""
+    return lambda i: l_s[fac_at(hr, b, i)]
+
+
 def cf_at(j):
     """l_s's (row, column) of the gate's column factor cf[j]: rows 12..15, columns 16..31."""
     return (12 + j // 16, 16 + j % 16)
@@ -101,7 +113,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     against "per_head" (H200, results/2026-11-26-h200-s30/fac_once_ab2, timeline, two passes): kkt_solve_gva -3 to
     -6% at GVA 4 (reference row 161.4 -> 153.2 us), +1.5 to +3.5% at GVA 2, +9 to +10% at GVA 1 and 3; the runtime
     takes "once" at GVA 4 only (ops.kkt_gva_fetch: fac_once_ab3, reference row 161.1 -> 153.1 us, the other ratios
-    unchanged). Outputs bitwise equal."""
+    unchanged). Outputs bitwise equal. "once" keeps its tiles in x_s's and l_s's free space (`fac_at`): against two
+    tiles of its own (2.5 KB more a CTA) kkt_solve_gva -0.5 to -1.5% on the long GVA-4 rows (fac_in_ls_ab)."""
     K, C = head_dim_k, chunk_size
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
     assert C == CHUNK and threads == 2 * C
@@ -182,14 +195,14 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 T.ptx_cp_async(T.access_ptr(raw_s[1, i, e], "w"), T.access_ptr(g[t, hv0 + e], "r"), 1)
 
     @T.macro
-    def spread_factors(raw_s, fac_s, i, gva):
+    def spread_factors(raw_s, l_s, i, gva):
         """Thread i, after its own copies of `fetch_factors` have landed: its token's factors from raw_s (token-major)
-        to fac_s[hr, 0 / 1, i] (head-major, what the head loop reads without bank conflicts). The four entries are
-        read whole (one vector load a tensor); those past gva are not written."""
+        to l_s at `fac_at` (head-major, what the head loop reads without bank conflicts); entries past gva are not
+        written."""
         for e in T.unroll(MAX_GVA):
             if e < gva:
-                fac_s[e, 0, i] = raw_s[0, i, e]
-                fac_s[e, 1, i] = raw_s[1, i, e]
+                for b in (0, 1):
+                    l_s[fac_at(e, b, i)] = raw_s[b, i, e]
 
     @T.macro
     def head_tail(l_s, sh, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
@@ -228,10 +241,13 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             lh = T.view(l_s, (C, 2 * C), "float16")  # l_s's rows as halves: the fp16 copy of S (`sh_at`)
             sh = sh_at(lh)
             if factor_fetch == "once":
-                # every head's beta (fac_s[hr, 0]) and g (fac_s[hr, 1]), loaded once in the prologue by one copy a
-                # token and tensor into raw_s (token-major, as in global memory) and spread by their loading threads
-                raw_s = T.alloc_shared((2, C, MAX_GVA), "float32")
-                fac_s = T.alloc_shared((MAX_GVA, 2, C), "float32")
+                # every head's beta and g, loaded once in the prologue by one copy a token and tensor into raw_s
+                # (token-major, as in global memory; x_s's space, unused until the first head's substitution) and
+                # spread by their loading threads into l_s's free part (`fac_at`): no shared memory of their own, so
+                # 5 CTAs an SM still fit the 164 KiB carveout (two more tiles of 2.5 KB did not)
+                assert (C * XS) % (C * MAX_GVA) == 0
+                raw_s = T.view(x_s, ((C * XS) // (C * MAX_GVA), C, MAX_GVA), "float32")
+                fac_s = None
             else:
                 # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
                 # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
@@ -315,7 +331,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 if factor_fetch == "once":
                     if tx < C:  # the factors have had K K^T and S's store to land (the loop's first barrier shares
                         T.ptx_wait_group(0)  # them)
-                        spread_factors(raw_s, fac_s, ti, gva)
+                        spread_factors(raw_s, l_s, ti, gva)
                 for hr in T.serial(gva):
                     if factor_fetch == "once":
                         par = hr % MAX_GVA  # = hr (hr < gva <= MAX_GVA); bounded, so fac_s's indices stay 32-bit
@@ -328,12 +344,17 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
                     T.sync_threads()  # the previous head's readers of gc_s and x_s are done (and, on the first
                     # head, S is visible)
-                    beta_h = row_of(fac_s, par, 0)  # this head's beta (an accessor, chunk_inverse.at)
+                    if factor_fetch == "once":  # this head's beta and g (accessors, chunk_inverse.at)
+                        beta_h = fac_row(l_s, par, 0)
+                        g_h = fac_row(l_s, par, 1)
+                    else:
+                        beta_h = row_of(fac_s, par, 0)
+                        g_h = row_of(fac_s, par, 1)
                     if tx < C:
                         diag_block_inverse(l_s, col, ti, beta_h, cb)
                         store_diag_block(x_s, col, ti, True)
                     else:  # meanwhile the other 64 threads form the chunk cumsum of g
-                        chunk_cumsum(row_of(fac_s, par, 1), gc_s, ti, sc)
+                        chunk_cumsum(g_h, gc_s, ti, sc)
                         if gate == "factors":
                             block_gate_factors(sc[0], sc[1], sc[2], l_s, rf_at, cf_at, ti, gf)
                     T.sync_threads()
