@@ -180,6 +180,29 @@ def mma_f16(acc, c0, a_h, a0, b_h):
 
 
 @T.macro
+def stripe_diag_a(x_s, xa, bf, gq, tq, I, diag_only):
+    """The fp16 row stripes' first A operand: X_II (warp I's diagonal inverse, from x_s) into xa[8 I:8 I + 8]."""
+    for i in T.unroll(8):
+        bf[i] = x_s[SUB * I + gq + 8 * (i // 2 % 2), diag_col(I, 8 * (i // 4) + 2 * tq + i % 2, diag_only)]
+    to_f16(xa, 8 * I, bf, 0, 8)
+
+
+@T.macro
+def stripe_times_diag(x_s, xo, xa, th, bq, bf, gq, tq, J, diag_only):
+    """The fp16 row stripes' last step for block J: X_IJ = M X_JJ into xo[8 J:8 J + 8] (zeroed by the caller), M the
+    caller's C fragment in bf[0:8] (-T_IJ, with any column factor applied), X_JJ from x_s; then X_IJ as an A operand of
+    the blocks left of it (xa)."""
+    to_f16(th, 0, bf, 0, 8)
+    for q in T.unroll(2):
+        for r in T.unroll(4):
+            bf[r] = x_s[SUB * J + 8 * (r // 2) + 2 * tq + r % 2, diag_col(J, 8 * q + gq, diag_only)]
+        to_f16(bq, 0, bf, 0, 4)
+        mma_f16(xo, 8 * J + 4 * q, th, 0, bq)
+    if J > 0:  # X_IJ is an A operand of the blocks left of it
+        to_f16(xa, 8 * J, xo, 8 * J, 8)
+
+
+@T.macro
 def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only=False, col_scale=None):
     """`solve_row_stripe` with fp16 operands on m16n8k16 tiles: one 16 x 16 x 16 block product is two mma (one an
     n-tile) instead of four m16n8k8 tf32 mma with their operand roundings. fp16 keeps the 10 mantissa bits of the
@@ -194,9 +217,7 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
     th: -T as an A fragment; bq: one n-tile's B fragment (L_KJ or X_JJ, converted from fp32 shared memory).
     col_scale: as in `diag_block_inverse` (l_s holds S, L_KJ = S_KJ diag(col_scale_J): one factor an n-tile)."""
     if wi == I:
-        for i in T.unroll(8):
-            bf[i] = x_s[SUB * I + gq + 8 * (i // 2 % 2), diag_col(I, 8 * (i // 4) + 2 * tq + i % 2, diag_only)]
-        to_f16(xa, 8 * I, bf, 0, 8)
+        stripe_diag_a(x_s, xa, bf, gq, tq, I, diag_only)
         for jj in T.unroll(I):
             J = I - 1 - jj
             for r in T.unroll(8):
@@ -217,14 +238,7 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
             for r in T.unroll(8):
                 bf[r] = -tt[r]
                 xo[8 * J + r] = 0.0
-            to_f16(th, 0, bf, 0, 8)
-            for q in T.unroll(2):
-                for r in T.unroll(4):
-                    bf[r] = x_s[SUB * J + 8 * (r // 2) + 2 * tq + r % 2, diag_col(J, 8 * q + gq, diag_only)]
-                to_f16(bq, 0, bf, 0, 4)
-                mma_f16(xo, 8 * J + 4 * q, th, 0, bq)
-            if J > 0:  # X_IJ is an A operand of the blocks left of it
-                to_f16(xa, 8 * J, xo, 8 * J, 8)
+            stripe_times_diag(x_s, xo, xa, th, bq, bf, gq, tq, J, diag_only)
 
 
 @T.macro
@@ -246,9 +260,7 @@ def solve_row_stripe_f16_ldsm(sh, x_s, xo, tt, xa, th, bq, bf, b8, wi, gq, tq, l
     stride or a swizzle). Lane l addresses row 16 K + 8 ((l / 8) % 2) + l % 8, columns 16 J + 8 (l / 16)
     .. + 7: matrix m = l / 8 = 2 q + kk lands in b8[2 m], b8[2 m + 1], i.e. n-tile q's B fragment at b8[4 q]."""
     if wi == I:
-        for i in T.unroll(8):
-            bf[i] = x_s[SUB * I + gq + 8 * (i // 2 % 2), diag_col(I, 8 * (i // 4) + 2 * tq + i % 2, True)]
-        to_f16(xa, 8 * I, bf, 0, 8)
+        stripe_diag_a(x_s, xa, bf, gq, tq, I, True)
         for jj in T.unroll(I):
             J = I - 1 - jj
             for r in T.unroll(8):
@@ -265,14 +277,7 @@ def solve_row_stripe_f16_ldsm(sh, x_s, xo, tt, xa, th, bq, bf, b8, wi, gq, tq, l
             for r in T.unroll(8):
                 bf[r] = -(tt[r] * at(col_scale, SUB * J + 8 * (r // 4) + 2 * tq + r % 2))
                 xo[8 * J + r] = 0.0
-            to_f16(th, 0, bf, 0, 8)
-            for q in T.unroll(2):
-                for r in T.unroll(4):
-                    bf[r] = x_s[SUB * J + 8 * (r // 2) + 2 * tq + r % 2, diag_col(J, 8 * q + gq, True)]
-                to_f16(bq, 0, bf, 0, 4)
-                mma_f16(xo, 8 * J + 4 * q, th, 0, bq)
-            if J > 0:  # X_IJ is an A operand of the blocks left of it
-                to_f16(xa, 8 * J, xo, 8 * J, 8)
+            stripe_times_diag(x_s, xo, xa, th, bq, bf, gq, tq, J, True)
 
 
 @T.macro
