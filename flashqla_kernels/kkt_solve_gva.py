@@ -22,11 +22,13 @@ factors), the row stripes (fp16 m16n8k16, B by ldmatrix.x4.trans, `solve_row_str
 epilogue from registers (`gate_row_stripe`) into a
 bf16 staging tile of its own (8 KB: S stays live; a_tile.py's layout), from which a full chunk's blocks on or below the
 diagonal leave by four TMA stores (a sequence's first chunk whole; a partial one by masked row stores), then the head's
-factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). The heads' beta and g sit in a
-[3, 2, C] buffer, head hr in slot hr % 3, a run-time index (`chunk_inverse.row_of`): the loop body exists once (a copy
-a parity made the kernel 10% slower, cp_async_ab), and with three slots the next head's prefetch needs no CTA barrier
-at a head's start (kkt -1 to -4%, H100, results/2026-11-26-h100-s26/fac3_ab). CTA barriers are placed by hand
-(specs.manual_syncs). Shared memory ~31 KB a CTA, 96 registers: 5 CTAs an SM.
+factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). With factor_fetch "per_head" (the
+runtime's choice except at GVA 4) the heads' beta and g sit in a [3, 2, C] buffer, head hr in slot hr % 3, a run-time
+index (`chunk_inverse.row_of`): the loop body exists once (a copy a parity made the kernel 10% slower, cp_async_ab),
+and with three slots the next head's prefetch needs no CTA barrier at a head's start (kkt -1 to -4%, H100,
+results/2026-11-26-h100-s26/fac3_ab); with "once" (GVA 4) all heads' arrive in the prologue (see factor_fetch).
+CTA barriers are placed by hand (specs.manual_syncs). Shared memory ~31 KB ("per_head") or ~30 KB ("once") a CTA,
+96 registers: 5 CTAs an SM.
 Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's beta and g.
 """
 
