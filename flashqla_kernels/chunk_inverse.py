@@ -203,7 +203,8 @@ def stripe_times_diag(x_s, xo, xa, th, bq, bf, gq, tq, J, diag_only):
 
 
 @T.macro
-def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only=False, col_scale=None):
+def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_only=False, col_scale=None,
+                         ldsm=None):
     """`solve_row_stripe` with fp16 operands on m16n8k16 tiles: one 16 x 16 x 16 block product is two mma (one an
     n-tile) instead of four m16n8k8 tf32 mma with their operand roundings. fp16 keeps the 10 mantissa bits of the
     1xTF32 operands (both round to nearest), so within fp16's range the products are as accurate; the range holds
@@ -215,7 +216,8 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
     holds (k 8 kk + 2 t + e, column 8 q + g) at 2 kk + e.
     xa: the fp16 A fragments of X_IK (8 halves a block, at 8 K; K = I is the diagonal inverse from x_s);
     th: -T as an A fragment; bq: one n-tile's B fragment (L_KJ or X_JJ, converted from fp32 shared memory).
-    col_scale: as in `diag_block_inverse` (l_s holds S, L_KJ = S_KJ diag(col_scale_J): one factor an n-tile)."""
+    col_scale: as in `diag_block_inverse` (l_s holds S, L_KJ = S_KJ diag(col_scale_J): one factor an n-tile).
+    ldsm: None, or (sh, b8, lane) for L's blocks from an fp16 copy of S by ldmatrix (`solve_row_stripe_f16_ldsm`)."""
     if wi == I:
         stripe_diag_a(x_s, xa, bf, gq, tq, I, diag_only)
         for jj in T.unroll(I):
@@ -224,7 +226,15 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
                 tt[r] = 0.0
             for kb in T.unroll(I):
                 Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
-                if Kb > J:
+                if ldsm is not None:  # both n-tiles' B fragments of L_KJ by one ldmatrix from the fp16 copy
+                    if Kb > J:
+                        T.call_extern("handle", "tl::ptx_ldmatrix_x4_trans",
+                                      T.address_of(ldsm[0](Kb, 8 * ((ldsm[2] // 8) % 2) + ldsm[2] % 8,
+                                                           SUB * J + 8 * (ldsm[2] // 16))),
+                                      T.address_of(ldsm[1][0]))
+                        for q in T.unroll(2):
+                            mma_f16_b(tt, 4 * q, xa, 8 * Kb, ldsm[1], 4 * q)
+                elif Kb > J:
                     for q in T.unroll(2):
                         for r in T.unroll(4):
                             if col_scale is None:
@@ -234,9 +244,11 @@ def solve_row_stripe_f16(l_s, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, diag_o
                                     at(col_scale, SUB * J + 8 * q + gq)
                         to_f16(bq, 0, bf, 0, 4)
                         mma_f16(tt, 4 * q, xa, 8 * Kb, bq)
-            # X_IJ = (-T) X_JJ
             for r in T.unroll(8):
-                bf[r] = -tt[r]
+                if ldsm is not None:  # X_IJ = (-T diag(col_scale_J)) X_JJ; r is column 8 (r / 4) + 2 t + r % 2 of J
+                    bf[r] = -(tt[r] * at(col_scale, SUB * J + 8 * (r // 4) + 2 * tq + r % 2))
+                else:  # X_IJ = (-T) X_JJ
+                    bf[r] = -tt[r]
                 xo[8 * J + r] = 0.0
             stripe_times_diag(x_s, xo, xa, th, bq, bf, gq, tq, J, diag_only)
 
@@ -259,25 +271,7 @@ def solve_row_stripe_f16_ldsm(sh, x_s, xo, tt, xa, th, bq, bf, b8, wi, gq, tq, l
     X_IJ = (-T_IJ diag(col_scale_J)) X_JJ. The 8 rows of an 8 x 8 matrix must fall on distinct banks (a padded
     stride or a swizzle). Lane l addresses row 16 K + 8 ((l / 8) % 2) + l % 8, columns 16 J + 8 (l / 16)
     .. + 7: matrix m = l / 8 = 2 q + kk lands in b8[2 m], b8[2 m + 1], i.e. n-tile q's B fragment at b8[4 q]."""
-    if wi == I:
-        stripe_diag_a(x_s, xa, bf, gq, tq, I, True)
-        for jj in T.unroll(I):
-            J = I - 1 - jj
-            for r in T.unroll(8):
-                tt[r] = 0.0
-            for kb in T.unroll(I):
-                Kb = kb + 1  # K = 1..I; the terms K <= J are skipped
-                if Kb > J:
-                    T.call_extern("handle", "tl::ptx_ldmatrix_x4_trans",
-                                  T.address_of(sh(Kb, 8 * ((lane // 8) % 2) + lane % 8, SUB * J + 8 * (lane // 16))),
-                                  T.address_of(b8[0]))
-                    for q in T.unroll(2):
-                        mma_f16_b(tt, 4 * q, xa, 8 * Kb, b8, 4 * q)
-            # X_IJ = (-T diag(col_scale_J)) X_JJ; element r of T is column 8 (r / 4) + 2 t + r % 2 of block J
-            for r in T.unroll(8):
-                bf[r] = -(tt[r] * at(col_scale, SUB * J + 8 * (r // 4) + 2 * tq + r % 2))
-                xo[8 * J + r] = 0.0
-            stripe_times_diag(x_s, xo, xa, th, bq, bf, gq, tq, J, True)
+    solve_row_stripe_f16(None, x_s, xo, tt, xa, th, bq, bf, wi, gq, tq, I, True, col_scale, (sh, b8, lane))
 
 
 @T.macro
@@ -344,7 +338,9 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
     tests per element instead of one branch a warp) lost that gain; in chunk_fwd's fused variant both forms were
     slower than `gate_rows` (+6.5% and +17%), so that variant keeps `store_row_stripe` and `gate_rows`.
     g_r[2], g_c[2]: the rows' and a column pair's G. diag_only: x_s holds only the diagonal blocks (`diag_col`).
-    factors (fb, rf_idx, cf_idx: an fp32 buffer and the index maps of `block_gate_factors`' rf and cf) and r_f[2]: the blocks below the diagonal are gated as X_ij rf[J, i] cf[j] = X_ij exp2(G_i - G_b) exp2(G_b - G_j) with b = 16 J + 15, the last row of column block J
+    factors (fb, rf_idx, cf_idx: an fp32 buffer and the index maps of `block_gate_factors`' rf and cf) and r_f[2]:
+    the blocks below the diagonal are gated as X_ij rf[J, i] cf[j] = X_ij exp2(G_i - G_b) exp2(G_b - G_j) with
+    b = 16 J + 15, the last row of column block J
     (both exponents non-positive: i > b >= j), two multiplies an element instead of an exp2; the diagonal blocks as
     before."""
     wi = tx // 32

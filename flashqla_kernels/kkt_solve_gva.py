@@ -135,9 +135,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
 
     @T.macro
     def store_s_f16(kk_f, lh, tx):
-        """Warp I = tx / 32 (1..3): S's blocks (I, J), J < I, from K K^T's accumulator (rows 16 I + lane / 4, + 8; column
-        pairs 8 q + 2 (lane % 4): the mma fragment of the block's four 8 x 8 matrices) to the fp16 copy (`sh_at`), one
-        stmatrix.x4 a block; lane l addresses row l % 8 of matrix l / 8 = 2 q + h (h the row half)."""
+        """Warp I = tx / 32 (1..3): S's blocks (I, J), J < I, from K K^T's accumulator (rows 16 I + lane / 4, + 8;
+        column pairs 8 q + 2 (lane % 4): the mma fragment of the block's four 8 x 8 matrices) to the fp16 copy
+        (`sh_at`), one stmatrix.x4 a block; lane l addresses row l % 8 of matrix l / 8 = 2 q + h (h the row half)."""
         lane = tx % 32
         ct = 2 * (lane % 4)
         for I in (1, 2, 3):
@@ -179,10 +179,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
 
     @T.macro
     def fetch_factors(beta, g, raw_s, t, hv0, i, gva):
-        """factor_fetch "once". Thread i: token t's beta and g of the key head's gva value heads hv0 .. hv0 + gva - 1 (contiguous in
-        beta[t] and g[t]) into raw_s[0, i, 0:gva], raw_s[1, i, 0:gva] by cp.async, one 16-byte copy a tensor at
-        GVA 4, one 8-byte copy at GVA 2 (the runtime passes beta and g 16-byte aligned, and HV = H gva keeps every
-        row's start aligned so), a 4-byte copy a head otherwise; the caller commits the group. Values of tokens
+        """factor_fetch "once". Thread i: token t's beta and g of the key head's gva value heads hv0 .. hv0 + gva - 1
+        (contiguous in beta[t] and g[t]) into raw_s[0, i, 0:gva], raw_s[1, i, 0:gva] by cp.async, one 16-byte copy a
+        tensor at GVA 4, one 8-byte copy at GVA 2 (the runtime passes beta and g 16-byte aligned, and HV = H gva keeps
+        every row's start aligned so), a 4-byte copy a head otherwise; the caller commits the group. Values of tokens
         past the sequence's end are never used: L's rows past it are masked in S, the gate of a stored row reads G
         of its own and earlier tokens only, and the factor rows past it are written as zeros."""
         if gva == 4:
