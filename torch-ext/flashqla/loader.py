@@ -108,18 +108,28 @@ def _match(entry: dict, kernel: str, params: dict) -> bool:
     return entry["kernel"] == kernel and all(entry["params"].get(k) == v for k, v in params.items())
 
 
+def best_entry(entries, kernel: str, params: dict) -> dict | None:
+    """The manifest entry of `kernel` for `params`: among the entries whose parameters include `params`, the one with
+    the fewest parameters beyond them. A spec lists only the parameters it sets (specs.make_spec), so an entry with
+    a parameter the call does not name is a variant beside the default (e.g. kkt_solve_gva's slots=2): a call that
+    leaves a parameter out gets the default, whatever the manifest's order (by order alone it once got slots=2).
+    Ties (a call naming fewer parameters than every entry has, as a presence check may) go to the first."""
+    matches = [e for e in entries if _match(e, kernel, params)]
+    return min(matches, key=lambda e: len(e["params"]), default=None)
+
+
 def find(kernel: str, **params) -> Binary | None:
-    """The loaded binary of `kernel` whose static parameters equal `params`, or None."""
+    """The loaded binary of `kernel` whose static parameters equal `params` (`best_entry`), or None."""
     key = (kernel, *sorted(params.items()))
     if key in _LOADED:
         return _LOADED[key]
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        for entry in manifest()["kernels"].values():
-            if _match(entry, kernel, params):
-                _LOADED[key] = Binary(_MANIFEST_DIR / entry["library"], entry)
-                return _LOADED[key]
+        entry = best_entry(manifest()["kernels"].values(), kernel, params)
+        if entry is not None:
+            _LOADED[key] = Binary(_MANIFEST_DIR / entry["library"], entry)
+            return _LOADED[key]
         if os.environ.get("FLASHQLA_JIT") == "1":
             _LOADED[key] = _jit_compile(kernel, params)
             return _LOADED[key]
