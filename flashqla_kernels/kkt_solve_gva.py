@@ -84,7 +84,8 @@ def cf_at(j):
 def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, head_dim_k: int = 128,
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 5,
                           diag_stride: int = 20, pdl: bool = True, stripe_l: str = "ldsm",
-                          gate: str = "factors", factor_fetch: str = "per_head"):
+                          gate: str = "factors", factor_fetch: str = "per_head",
+                          grid_order: str = "heads"):
     """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread). 5 (96 registers, 4 bytes of
     spill) against 6 (80, 16 bytes): kkt_solve -1 to -5% on every row timed, spans -1 to -2% on the many-pair rows,
     outputs bitwise equal (H100, results/2026-11-26-h100-s26/gva5_ab); 7 (72, 40 bytes) was 5% slower than 6 on
@@ -116,10 +117,18 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     -6% at GVA 4 (reference row 161.4 -> 153.2 us), +1.5 to +3.5% at GVA 2, +9 to +10% at GVA 1 and 3; the runtime
     takes "once" at GVA 4 only (ops.kkt_gva_fetch: fac_once_ab3, reference row 161.1 -> 153.1 us, the other ratios
     unchanged). Outputs bitwise equal. "once" keeps its tiles in x_s's and l_s's free space (`fac_at`): against two
-    tiles of its own (2.5 KB more a CTA) kkt_solve_gva -0.5 to -1.5% on the long GVA-4 rows (fac_in_ls_ab)."""
+    tiles of its own (2.5 KB more a CTA) kkt_solve_gva -0.5 to -1.5% on the long GVA-4 rows (fac_in_ls_ab).
+    grid_order: the launch order of the CTAs. "heads": grid (H, S), key heads fastest, so the H CTAs of a chunk slot
+    run together and their loads and stores cover contiguous memory (K's rows of all key heads, beta's and g's rows
+    of all value heads, A~'s rows of all value heads: a 256-byte K row, a 4-byte beta a CTA otherwise, each in another
+    DRAM page); "slots": grid (S, H), chunk slots fastest (the order before session 31, kept for more than 65535 chunk
+    slots, CUDA's gridDim.y limit: ops.kkt_gva_order). Measured "heads" against "slots" (H100, timeline, two passes,
+    results/2026-11-27-h100-s31/grid_order_ab): kkt_solve_gva -11% on the reference row (176.8 -> 157.3 us), -16% on
+    397B-TP4 1024x8, -4.5% on 35B-TP1 8192x4, -3% on 2B-TP1 8192x4, -1% on 35B-TP1 1024x8, +1.5% on 2B-TP1 1024x8;
+    outputs bitwise equal (the CTAs compute the same)."""
     K, C = head_dim_k, chunk_size
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
-    assert C == CHUNK and threads == 2 * C
+    assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads")
     SUB = C // 4
     XS = diag_stride
     assert XS >= SUB and XS % 2 == 0
@@ -233,7 +242,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
         gva: T.int32,
     ):
-        with T.Kernel(num_slots, num_k_heads, threads=threads) as (cid, hk):
+        with (T.Kernel(num_slots, num_k_heads, threads=threads) if grid_order == "slots" else
+              T.Kernel(num_k_heads, num_slots, threads=threads)) as bids:
+            cid, hk = bids if grid_order == "slots" else bids[::-1]
             T.annotate_min_blocks_per_sm(min_blocks_per_sm)
             l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
             k_v = T.view(l_s, (C, K), dtype)

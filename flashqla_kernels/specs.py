@@ -56,8 +56,11 @@ def kkt_solve_specs() -> list[Spec]:
 
 def kkt_solve_gva_specs() -> list[Spec]:
     """kkt_solve per key head (kkt_solve_gva.py): the value heads sharing a key head share K and K K^T."""
-    return [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch=f) for d in DTYPES for l2 in (False, True)
-            for f in KKT_GVA_FETCHES]
+    return ([make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch=f) for d in DTYPES for l2 in (False, True)
+             for f in KKT_GVA_FETCHES]
+            # chunk slots fastest: for more chunk slots than gridDim.y allows (the runtime: ops.kkt_gva_order)
+            + [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch=f, grid_order="slots") for d in DTYPES
+               for l2 in (False, True) for f in KKT_GVA_FETCHES])
 
 
 PERSISTENT_BLOCK_VS = (128,)  # chunk_fwd has a persistent-grid variant at these V blocks (A~ from kkt_solve)

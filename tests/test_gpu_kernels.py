@@ -120,12 +120,43 @@ def test_kkt_gva_fetch_forms_agree(monkeypatch, l2norm):
     for form in ("once", "per_head"):
         monkeypatch.setattr(ops, "kkt_gva_fetch", lambda H, HV, form=form: form)
         outs[form] = kkt_solve(k, beta, g, table, 8, l2norm)
-    (a1, r1), (a2, r2) = outs["once"], outs["per_head"]
-    rows_i = torch.arange(64, device=k.device)[:, None] // 16
-    stored = torch.arange(64, device=k.device)[None, :] // 16 <= rows_i  # the blocks a chunk stores (a_tile.py)
+    assert_kkt_outputs_equal(outs["once"], outs["per_head"], cu)
+
+
+@pytest.mark.parametrize("ratio", [1, 2, 4])
+@pytest.mark.parametrize("l2norm", [False, True])
+def test_kkt_gva_grid_orders_agree(monkeypatch, ratio, l2norm):
+    """kkt_solve_gva launched key heads fastest (the default) or chunk slots fastest (past gridDim.y's limit) gives
+    bitwise the same A~ and rows (ragged, an empty sequence, partial chunks; GVA 4 takes the other factor load)."""
+    from flashqla import ops
+    from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_solve
+
+    inp = make_inputs([300, 0, 129, 64, 1, 200], H=3, HV=3 * ratio, l2norm_in_kernel=l2norm, seed=83 + ratio)
+    k, cu = inp["k"][0], inp["cu_seqlens"]
+    beta, g = inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
+    table = chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0])
+    outs, names = {}, {}
+    for order in ("heads", "slots"):
+        monkeypatch.setattr(ops, "kkt_gva_order", lambda num_slots, order=order: order)
+        outs[order] = kkt_solve(k, beta, g, table, 3 * ratio, l2norm)
+        names[order] = ops.bind_kkt(k.dtype, l2norm, True, k.shape[0], 3, 3 * ratio, len(cu) - 1, table,
+                                    k.device.index).binary.name
+    assert "grid_order-slots" in names["slots"] and "grid_order" not in names["heads"], names
+    assert_kkt_outputs_equal(outs["heads"], outs["slots"], cu)
+
+
+def assert_kkt_outputs_equal(out1, out2, cu):
+    """Two kkt_solve results (a, rows) are bitwise equal wherever kkt_solve writes: each chunk's blocks on or below
+    the diagonal (a_tile.py) and each sequence's factor rows up to its last chunk's end."""
+    from flashqla import ops
+
+    (a1, r1), (a2, r2) = out1, out2
+    HV = a1.shape[1]
+    rows_i = torch.arange(64, device=a1.device)[:, None] // 16
+    stored = torch.arange(64, device=a1.device)[None, :] // 16 <= rows_i  # the blocks a chunk stores (a_tile.py)
     for n_, (s_, e_) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
         for c0 in range(s_, e_, 64):
-            m = stored[:min(64, e_ - c0), None, :].expand(-1, 8, -1)
+            m = stored[:min(64, e_ - c0), None, :].expand(-1, HV, -1)
             assert torch.equal(a1[c0:c0 + m.shape[0]][m], a2[c0:c0 + m.shape[0]][m])
         r0 = ops.rows_start(s_, n_)
         r_end = r0 + (e_ - s_ + 63) // 64 * 64  # rows past the sequence's end up to its last chunk's end are zeros

@@ -50,6 +50,18 @@ def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
     return "once" if num_v_heads == 4 * num_k_heads else "per_head"
 
 
+# kkt_solve_gva's launch order (FLASHQLA_KKT_ORDER=slots forces chunk slots fastest; default: key heads fastest)
+KKT_ORDER = os.environ.get("FLASHQLA_KKT_ORDER", "heads")
+MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y, where "heads" puts the chunk slots
+
+
+def kkt_gva_order(num_slots: int) -> str:
+    """kkt_solve_gva's grid order (flashqla_kernels/kkt_solve_gva.py `grid_order`): "heads" (key heads fastest,
+    faster on every measured row but one, see there) up to MAX_GRID_Y chunk slots (~4.2 M tokens), "slots" past
+    that or when FLASHQLA_KKT_ORDER=slots."""
+    return "heads" if KKT_ORDER != "slots" and num_slots <= MAX_GRID_Y else "slots"
+
+
 def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     """The kkt_solve variant that KKT_MERGE selects for these head counts (see KKT_MERGE)."""
     if KKT_MERGE == "auto":
@@ -277,8 +289,9 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     k, beta, g, a (any valid pointer without solve) and rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
     if merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
+        order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
-                    factor_fetch=kkt_gva_fetch(H, HV))
+                    factor_fetch=kkt_gva_fetch(H, HV), **({"grid_order": order} if order != "heads" else {}))
     else:
         b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
