@@ -11,26 +11,25 @@ are paid once for gva heads, and each head's beta and g arrive by cp.async durin
 (kkt_solve -11% at GVA 2 to -23% at GVA 4 on H200, results/2026-11-25-h200-s21/gva_ab; the prefetch -2 to -8%,
 cp_async_ab2).
 
-Tile plan: one CTA of 128 threads per (slot, key head), grid (S, H). K [C, K] by one TMA copy into the 16 KB tile
-that then holds S = strict_lower(K K^T) (fp32, rows past the sequence's end masked; with use_l2norm scaled by
-1/||k_i|| 1/||k_j||, the norms from its diagonal), stored once: the diagonal blocks in fp32, the blocks below it
-as an fp16 copy by stmatrix into l_s's free part (stripe_l "ldsm"). For each value head hv = hk gva + r,
-r = 0..gva-1: L = S diag(beta_hv) is never stored: its column factor enters where L is read (the substitution scales
-each finished row of the diagonal inverse by beta, the row stripes scale each block sum), so the four 16 x 16
-diagonal inverses (threads 0..63; threads 64..127 meanwhile form the chunk cumsum of g and the gate's row and column
-factors), the row stripes (fp16 m16n8k16, B by ldmatrix.x4.trans, `solve_row_stripe_f16_ldsm`) and the gated
-epilogue from registers (`gate_row_stripe`) into a
-bf16 staging tile of its own (8 KB: S stays live; a_tile.py's layout), from which a full chunk's blocks on or below the
-diagonal leave by four TMA stores (a sequence's first chunk whole; a partial one by masked row stores), then the head's
-factor rows. The runtime's default at every GVA ratio, 1 included (ops.KKT_MERGE). With factor_fetch "per_head" (the
-runtime's choice except at GVA 4) the heads' beta and g sit in a [3, 2, C] buffer, head hr in slot hr % 3, a run-time
-index (`chunk_inverse.row_of`): the loop body exists once (a copy a parity made the kernel 10% slower, cp_async_ab),
-and with three slots the next head's prefetch needs no CTA barrier at a head's start (kkt -1 to -4%, H100,
-results/2026-11-26-h100-s26/fac3_ab); with "once" (GVA 4) all heads' arrive in the prologue (see factor_fetch).
-CTA barriers are placed by hand (specs.manual_syncs). Shared memory ~31 KB ("per_head") or ~30 KB ("once") a CTA,
-96 registers: 5 CTAs an SM.
-Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's beta and g.
-"""
+Tile plan: one CTA of 128 threads per (slot, key head), grid (H, S) (key heads fastest: `grid_order`). K [C, K] by
+one TMA copy into the 16 KB tile that then holds S = strict_lower(K K^T) (fp32, rows past the sequence's end masked;
+with use_l2norm scaled by 1/||k_i|| 1/||k_j||, the norms from its diagonal), stored once: the diagonal blocks in
+fp32, the blocks below it as an fp16 copy by stmatrix into l_s's free part (stripe_l "ldsm"). For each value head hv
+= hk gva + r, r = 0..gva-1: L = S diag(beta_hv) is never stored: its column factor enters where L is read (the
+substitution scales each finished row of the diagonal inverse by beta, the row stripes scale each block sum), so the
+four 16 x 16 diagonal inverses (threads 0..63; threads 64..127 meanwhile form the chunk cumsum of g and the gate's
+row and column factors), the row stripes (fp16 m16n8k16, B by ldmatrix.x4.trans, `solve_row_stripe_f16_ldsm`) and
+the gated epilogue from registers (`gate_row_stripe`) into a bf16 staging tile of its own (8 KB: S stays live;
+a_tile.py's layout), from which a full chunk's blocks on or below the diagonal leave by four TMA stores (a
+sequence's first chunk whole; a partial one by masked row stores), then the head's factor rows. The runtime's
+default at every GVA ratio, 1 included (ops.KKT_MERGE). With factor_fetch "per_head" (the runtime's choice except at
+GVA 4) the heads' beta and g sit in a [3, 2, C] buffer, head hr in slot hr % 3, a run-time index
+(`chunk_inverse.row_of`): the loop body exists once (a copy a parity made the kernel 10% slower, cp_async_ab), and
+with three slots the next head's prefetch needs no CTA barrier at a head's start (kkt -1 to -4%, H100,
+results/2026-11-26-h100-s26/fac3_ab); with "once" (GVA 4) all heads' arrive in the prologue (see factor_fetch). CTA
+barriers are placed by hand (specs.manual_syncs). Shared memory ~31 KB ("per_head") or ~30 KB ("once") a CTA, 96
+registers: 5 CTAs an SM. Why the gva heads share nothing more: L, its inverse and the gate all depend on the head's
+beta and g."""
 
 import tilelang
 import tilelang.language as T
@@ -122,10 +121,11 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     run together and their loads and stores cover contiguous memory (K's rows of all key heads, beta's and g's rows
     of all value heads, A~'s rows of all value heads: a 256-byte K row, a 4-byte beta a CTA otherwise, each in another
     DRAM page); "slots": grid (S, H), chunk slots fastest (the order before session 31, kept for more than 65535 chunk
-    slots, CUDA's gridDim.y limit: ops.kkt_gva_order). Measured "heads" against "slots" (H100, timeline, two passes,
-    results/2026-11-27-h100-s31/grid_order_ab): kkt_solve_gva -11% on the reference row (176.8 -> 157.3 us), -16% on
-    397B-TP4 1024x8, -4.5% on 35B-TP1 8192x4, -3% on 2B-TP1 8192x4, -1% on 35B-TP1 1024x8, +1.5% on 2B-TP1 1024x8;
-    outputs bitwise equal (the CTAs compute the same)."""
+    slots, CUDA's gridDim.y limit: ops.kkt_gva_order). Measured "heads" against "slots" (H100, timeline, two passes
+    interleaved, results/2026-11-27-h100-s31/grid_order_final_ab): kkt_solve_gva -10% on the reference row (176.0 ->
+    158.7 us) and on 397B-TP1 16384+16384, -15% on 397B-TP4 1024x8, -6.5% on 397B-TP2 8192x4, -5% on 27B-TP2 8192x4,
+    -4.5% on 35B-TP1 8192x4, -3% on 2B-TP1 8192x4 and 1x32768, within +-1% on the other 1024x8 rows; outputs bitwise
+    equal (every CTA computes what it did)."""
     K, C = head_dim_k, chunk_size
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
     assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads")
