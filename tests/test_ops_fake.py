@@ -376,3 +376,13 @@ def test_persistent_max_chunks_by_card(monkeypatch, gib, expected):
     monkeypatch.setenv("FLASHQLA_PERSISTENT_MAX_CHUNKS", "many")
     with pytest.raises(ValueError, match="FLASHQLA_PERSISTENT_MAX_CHUNKS"):
         dispatch.persistent_max_chunks(torch.device("cuda", 0))
+
+
+def test_kkt_grid_order_rule(monkeypatch):
+    """kkt_solve_gva runs key heads fastest up to gridDim.y's limit on its chunk slots, chunk slots fastest past it or
+    when FLASHQLA_KKT_ORDER=slots (read at import: patched here)."""
+    assert ops.kkt_gva_order(1) == "heads"
+    assert ops.kkt_gva_order(ops.MAX_GRID_Y) == "heads"
+    assert ops.kkt_gva_order(ops.MAX_GRID_Y + 1) == "slots"
+    monkeypatch.setattr(ops, "KKT_ORDER", "slots")
+    assert ops.kkt_gva_order(1) == "slots"
