@@ -42,11 +42,17 @@ _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "auto")
 
 
+# kkt_solve_gva's factor load (FLASHQLA_KKT_FETCH: "once" or "per_head" at every ratio up to 4; unset: the rule below)
+KKT_FETCH = os.environ.get("FLASHQLA_KKT_FETCH", "")
+
+
 def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
     """kkt_solve_gva's factor_fetch (flashqla_kernels/kkt_solve_gva.py): "once" (every head's beta and g by one 16-byte
     copy a token) at GVA 4, where it made the kernel 3-6% faster; "per_head" (a 4-byte copy a token and head, the next
     head's during this one) at every other ratio, where "once" was slower (H200, results/2026-11-26-h200-s30/
-    fac_once_ab2)."""
+    fac_once_ab2). FLASHQLA_KKT_FETCH forces one ("once" holds at most 4 heads' factors: "per_head" above that)."""
+    if KKT_FETCH in ("once", "per_head"):
+        return KKT_FETCH if KKT_FETCH == "per_head" or num_v_heads <= 4 * num_k_heads else "per_head"
     return "once" if num_v_heads == 4 * num_k_heads else "per_head"
 
 
