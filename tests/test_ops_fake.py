@@ -386,3 +386,13 @@ def test_kkt_grid_order_rule(monkeypatch):
     assert ops.kkt_gva_order(ops.MAX_GRID_Y + 1) == "slots"
     monkeypatch.setattr(ops, "KKT_ORDER", "slots")
     assert ops.kkt_gva_order(1) == "slots"
+
+
+def test_kkt_fetch_rule(monkeypatch):
+    """kkt_solve_gva loads every head's factors at once at GVA 4 only; FLASHQLA_KKT_FETCH (read at import: patched
+    here) forces a form, "once" only up to its 4 heads."""
+    assert [ops.kkt_gva_fetch(4, 4 * r) for r in (1, 2, 3, 4, 8)] == ["per_head"] * 3 + ["once", "per_head"]
+    monkeypatch.setattr(ops, "KKT_FETCH", "once")
+    assert [ops.kkt_gva_fetch(4, 4 * r) for r in (1, 2, 4, 8)] == ["once"] * 3 + ["per_head"]
+    monkeypatch.setattr(ops, "KKT_FETCH", "per_head")
+    assert ops.kkt_gva_fetch(4, 16) == "per_head"
