@@ -396,3 +396,16 @@ def test_kkt_fetch_rule(monkeypatch):
     assert [ops.kkt_gva_fetch(4, 4 * r) for r in (1, 2, 4, 8)] == ["once"] * 3 + ["per_head"]
     monkeypatch.setattr(ops, "KKT_FETCH", "per_head")
     assert ops.kkt_gva_fetch(4, 16) == "per_head"
+
+
+def test_kkt_switches_warn_on_unknown_values(monkeypatch):
+    """FLASHQLA_KKT_ORDER / FLASHQLA_KKT_FETCH with a value they do not know warn (naming the variable, the choices
+    and the value) and leave the runtime's rule in charge."""
+    from flashqla import warn
+
+    monkeypatch.setenv("FLASHQLA_KKT_ORDER", "rows")
+    warn._reset_for_tests()
+    with pytest.warns(UserWarning, match=r"FLASHQLA_KKT_ORDER.*heads, slots.*'rows'"):
+        assert ops._env_choice("FLASHQLA_KKT_ORDER", ("heads", "slots")) == ""
+    monkeypatch.setenv("FLASHQLA_KKT_FETCH", "once")
+    assert ops._env_choice("FLASHQLA_KKT_FETCH", ("once", "per_head")) == "once"

@@ -42,8 +42,20 @@ _POISON = os.environ.get("FLASHQLA_POISON") == "1"
 KKT_MERGE = os.environ.get("FLASHQLA_KKT_MERGE", "auto")
 
 
+def _env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """Environment variable ``name`` if it is one of ``choices``, "" when unset; any other value warns once and
+    counts as unset (the runtime's rule)."""
+    value = os.environ.get(name, "")
+    if value in ("",) + choices:
+        return value
+    from .warn import warn_once
+
+    warn_once(name, f"flashqla: {name}: expected one of {', '.join(choices)}, got {value!r}; using the runtime's rule")
+    return ""
+
+
 # kkt_solve_gva's factor load (FLASHQLA_KKT_FETCH: "once" or "per_head" at every ratio up to 4; unset: the rule below)
-KKT_FETCH = os.environ.get("FLASHQLA_KKT_FETCH", "")
+KKT_FETCH = _env_choice("FLASHQLA_KKT_FETCH", ("once", "per_head"))
 
 
 def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
@@ -57,7 +69,7 @@ def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
 
 
 # kkt_solve_gva's launch order (FLASHQLA_KKT_ORDER=slots forces chunk slots fastest; default: key heads fastest)
-KKT_ORDER = os.environ.get("FLASHQLA_KKT_ORDER", "heads")
+KKT_ORDER = _env_choice("FLASHQLA_KKT_ORDER", ("heads", "slots"))
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y, where "heads" puts the chunk slots
 
 
