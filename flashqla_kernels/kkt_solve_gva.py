@@ -125,7 +125,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     interleaved, results/2026-11-27-h100-s31/grid_order_final_ab): kkt_solve_gva -10% on the reference row (176.0 ->
     158.7 us) and on 397B-TP1 16384+16384, -15% on 397B-TP4 1024x8, -6.5% on 397B-TP2 8192x4, -5% on 27B-TP2 8192x4,
     -4.5% on 35B-TP1 8192x4, -3% on 2B-TP1 8192x4 and 1x32768, within +-1% on the other 1024x8 rows; outputs bitwise
-    equal (every CTA computes what it did)."""
+    equal (every CTA computes what it did). On the H200, where this kernel is L1-bound rather than DRAM-bound at GVA
+    4, less (results/2026-11-27-h200-s31/order_ab): -3% on the long GVA-4 rows (151.8 -> 147.2 us), -12% on 397B-TP4
+    1024x8, -1% on the long GVA-2 rows, +1.5 to +3% on the 1024x8 rows at GVA 1-3; every span within +-0.8%."""
     K, C = head_dim_k, chunk_size
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
     assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads")

@@ -74,9 +74,9 @@ MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y, where "heads" puts the chunk sl
 
 
 def kkt_gva_order(num_slots: int) -> str:
-    """kkt_solve_gva's grid order (flashqla_kernels/kkt_solve_gva.py `grid_order`): "heads" (key heads fastest,
-    faster on every measured row but one, see there) up to MAX_GRID_Y chunk slots (~4.2 M tokens), "slots" past
-    that or when FLASHQLA_KKT_ORDER=slots."""
+    """kkt_solve_gva's grid order (flashqla_kernels/kkt_solve_gva.py `grid_order`): "heads" (key heads fastest: -3 to
+    -15% on the H100's long rows, -3% on the H200's long GVA-4 rows, +1.5 to +3% there on the short GVA 1-3 ones; see
+    there) up to MAX_GRID_Y chunk slots (~4.2 M tokens), "slots" past that or when FLASHQLA_KKT_ORDER=slots."""
     return "heads" if KKT_ORDER != "slots" and num_slots <= MAX_GRID_Y else "slots"
 
 
