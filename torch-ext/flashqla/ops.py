@@ -56,6 +56,7 @@ def _env_choice(name: str, choices: tuple[str, ...]) -> str:
 
 # kkt_solve_gva's factor load (FLASHQLA_KKT_FETCH: "once" or "per_head" at every ratio up to 4; unset: the rule below)
 KKT_FETCH = _env_choice("FLASHQLA_KKT_FETCH", ("once", "per_head"))
+KKT_ONCE_MAX_GVA = 4  # value heads a key head whose factors "once" holds (flashqla_kernels/kkt_solve_gva.py MAX_GVA)
 
 
 def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
@@ -63,9 +64,9 @@ def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
     copy a token) at GVA 4, where it made the kernel 3-6% faster; "per_head" (a 4-byte copy a token and head, the next
     head's during this one) at every other ratio, where "once" was slower (H200, results/2026-11-26-h200-s30/
     fac_once_ab2). FLASHQLA_KKT_FETCH forces one ("once" holds at most 4 heads' factors: "per_head" above that)."""
-    if KKT_FETCH in ("once", "per_head"):
-        return KKT_FETCH if KKT_FETCH == "per_head" or num_v_heads <= 4 * num_k_heads else "per_head"
-    return "once" if num_v_heads == 4 * num_k_heads else "per_head"
+    if KKT_FETCH:
+        return "once" if KKT_FETCH == "once" and num_v_heads <= KKT_ONCE_MAX_GVA * num_k_heads else "per_head"
+    return "once" if num_v_heads == KKT_ONCE_MAX_GVA * num_k_heads else "per_head"
 
 
 # kkt_solve_gva's launch order (FLASHQLA_KKT_ORDER=slots forces chunk slots fastest; default: key heads fastest)
