@@ -145,6 +145,38 @@ def test_kkt_gva_grid_orders_agree(monkeypatch, ratio, l2norm):
     assert_kkt_outputs_equal(outs["heads"], outs["slots"], cu)
 
 
+@pytest.mark.parametrize("ratio", [1, 4])
+def test_kkt_slot_orders_agree(monkeypatch, ratio):
+    """kkt_solve's chunk slots in the chunk-major orders (ops.chunk_table_for) give bitwise the A~ and rows of the
+    "sequences" order, a sequence's first chunk stored whole in each (else a partial last chunk before it would read
+    poisoned upper blocks), and the whole forward gives bitwise the same o and final state (ragged, an empty
+    sequence, partial chunks)."""
+    from flashqla import ops
+    from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_solve
+
+    inp = make_inputs([300, 0, 129, 64, 1, 200], H=3, HV=3 * ratio, seed=91 + ratio)
+    k, cu = inp["k"][0], inp["cu_seqlens"]
+    beta, g = inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
+    outs, fwd = {}, {}
+    for order in ("sequences", "chunks_last_first", "chunks_first_last"):
+        table = chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0], order=order)
+        outs[order] = kkt_solve(k, beta, g, table, 3 * ratio, False)
+        monkeypatch.setattr(ops, "KKT_SLOTS", order)
+        run = dict(inp, cu_seqlens=cu.clone())  # a new tensor: the runtime's chunk table is cached per cu_seqlens
+        fwd[order] = flashqla.chunk_gated_delta_rule(**run, output_final_state=True)
+    for order in ("chunks_last_first", "chunks_first_last"):
+        assert_kkt_outputs_equal(outs["sequences"], outs[order], cu)
+        a1, a2 = outs["sequences"][0], outs[order][0]
+        for s_ in cu[1:-1].tolist():  # the first chunks after another sequence's tokens: stored whole
+            if s_ < k.shape[0]:
+                assert torch.equal(a1[s_:s_ + 16], a2[s_:s_ + 16]) and a2[s_:s_ + 16].isfinite().all()
+        for x, y in zip(fwd["sequences"], fwd[order]):
+            assert torch.equal(x, y), order
+    o_ref, ht_ref = oracle(inp, False)
+    assert rel_l2(fwd["chunks_last_first"][0], o_ref) < TOL
+    assert rel_l2(fwd["chunks_last_first"][1], ht_ref) < TOL
+
+
 def assert_kkt_outputs_equal(out1, out2, cu):
     """Two kkt_solve results (a, rows) are bitwise equal wherever kkt_solve writes: each chunk's blocks on or below
     the diagonal (a_tile.py) and each sequence's factor rows up to its last chunk's end."""

@@ -87,6 +87,29 @@ def test_chunk_table():
     assert not ops.chunk_table_for(empty, ops.chunk_offsets_for(empty), 0).any()
 
 
+def test_chunk_table_orders():
+    """The chunk-major orders hold the same slots as "sequences", chunk index by chunk index (descending for
+    chunks_last_first), sequences ascending within one, the empty slots last; and the adjacency the kernels' "first
+    chunk of a sequence" test reads (the slot before a sequence's chunk 0 ends at its first token) holds in each."""
+    cu = torch.tensor([0, 0, 50, 114, 300, 300, 340], dtype=torch.int32)
+    off = ops.chunk_offsets_for(cu)
+    by_seq = ops.chunk_table_for(cu, off, 340, order="sequences").tolist()
+    real = [r for r in by_seq if r[1] > r[0]]
+    starts = {0, 50, 114, 300}  # the non-empty sequences' first tokens
+    for order, sign in (("chunks_last_first", -1), ("chunks_first_last", 1)):
+        table = ops.chunk_table_for(cu, off, 340, order=order).tolist()
+        assert len(table) == len(by_seq) and table[len(real):] == [[0, 0, 0]] * (len(by_seq) - len(real))
+        assert sorted(table[:len(real)]) == sorted(real)
+        seqstart = {r[1]: max(s for s in starts if s <= r[0]) for r in real}  # sequence end -> its first token
+        keys = [(sign * ((r[0] - seqstart[r[1]]) // 64), r[0]) for r in table[:len(real)]]
+        assert keys == sorted(keys)
+        for i, r in enumerate(table[:len(real)]):
+            if r[0] in starts and r[0] > 0:  # a sequence's chunk 0 after another sequence's tokens
+                assert i > 0 and table[i - 1][1] == r[0], (order, i)
+    with pytest.raises(ValueError, match="order"):
+        ops.chunk_table_for(cu, off, 340, order="random")
+
+
 def test_chunk_table_cached_per_offsets():
     cu, off = dispatch.packed_seqlens(None, 2, 200, torch.device("cpu"))
     t1 = dispatch.kkt_chunk_table(cu, off, 400)

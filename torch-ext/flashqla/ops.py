@@ -239,12 +239,29 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
     return torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]).to(torch.int32)
 
 
+# The order of kkt_solve's chunk slots (FLASHQLA_KKT_SLOTS; unset: "sequences"), see `chunk_table_for`
+KKT_SLOTS = _env_choice("FLASHQLA_KKT_SLOTS", ("sequences", "chunks_last_first", "chunks_first_last"))
+
+
 def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_tokens: int,
-                    chunk: int = CHUNK) -> torch.Tensor:
+                    chunk: int = CHUNK, order: str | None = None) -> torch.Tensor:
     """kkt_solve's chunk slots: int32 [num_tokens // chunk + N + 1, 3], row s = (first token t0 of chunk s,
     end of its sequence, the factor row of t0 (:func:`rows_start` of its sequence + t0 - its first token)),
     zeros for the slots past the last chunk. Computed on the device from the two int32 [N+1] tensors (no
-    sync); the slot count depends on shapes only, so it is the kernel's grid."""
+    sync); the slot count depends on shapes only, so it is the kernel's grid.
+
+    order (default KKT_SLOTS, else "sequences"): the order of the chunks, which is the order kkt_solve's grid
+    takes them in. "sequences": sequence by sequence, each in chunk order. "chunks_last_first": every
+    sequence's chunk c before any sequence's chunk c - 1, sequences ascending within a chunk index, so the K
+    tiles kkt_solve reads last and the A~ tiles it writes last are the first chunks, which chunk_fwd reads
+    first (what is still in L2 then is what it needs first). "chunks_first_last": chunk 0 of every sequence
+    first (the control of that hypothesis). In every order the chunks 0 keep the sequences' order and
+    adjacency, which a_tile.first_chunk_of_sequence relies on (the slot before a sequence's chunk 0 is the
+    previous non-empty sequence's last chunk, or its chunk 0 in the chunk-major orders: both end at t0)."""
+    order = order or KKT_SLOTS or "sequences"
+    if order not in ("sequences", "chunks_last_first", "chunks_first_last"):
+        raise ValueError(f"chunk_table_for: order must be 'sequences', 'chunks_last_first' or 'chunks_first_last', "
+                         f"got {order!r}")
     slots = torch.arange(num_tokens // chunk + cu_seqlens.shape[0], dtype=torch.int32, device=cu_seqlens.device)
     # seq in [0, N]: the last n with chunk_offsets[n] <= slot (N for the slots past the last chunk, which
     # the padded copy of cu_seqlens lets index n + 1 without a branch on N)
@@ -254,7 +271,14 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     t0 = torch.where(valid, cu_seqlens[seq] + (slots - chunk_offsets[seq]) * chunk, 0)
     t_end = torch.where(valid, ends[seq + 1], 0)
     r0 = torch.where(valid, rows_start(cu_seqlens[seq], seq, chunk) + (slots - chunk_offsets[seq]) * chunk, 0)
-    return torch.stack([t0, t_end, r0], 1).to(torch.int32).contiguous()
+    table = torch.stack([t0, t_end, r0], 1).to(torch.int32)
+    if order != "sequences":
+        # a stable sort on the chunk index (descending for chunks_last_first) keeps the sequences ascending within
+        # a chunk index; the slots past the last chunk sort after every chunk
+        c = (slots - chunk_offsets[seq]).to(torch.int64)
+        key = torch.where(valid, -c if order == "chunks_last_first" else c, torch.iinfo(torch.int32).max)
+        table = table[torch.argsort(key, stable=True)]
+    return table.contiguous()
 
 
 def sequence_table(cu_seqlens: torch.Tensor) -> torch.Tensor:
