@@ -75,14 +75,17 @@ def test_chunk_table():
     alone). Sequence n's factor rows start at round_up(cu_seqlens[n], 4) + 64 n (aligned for TMA, a chunk's
     gap of zero rows after each sequence)."""
     cu = torch.tensor([0, 0, 50, 114, 300], dtype=torch.int32)
-    table = ops.chunk_table_for(cu, ops.chunk_offsets_for(cu), 300)
+    table = ops.chunk_table_for(cu, ops.chunk_offsets_for(cu), 300, order="sequences")
     assert table.dtype == torch.int32 and table.shape == (300 // 64 + 4 + 1, 3)
     assert table.tolist() == [[0, 50, 64], [50, 114, 180], [114, 300, 308], [178, 300, 372], [242, 300, 436],
                               [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
     assert ops.rows_len(300, 4) >= 436 + 64  # the last chunk's box fits
     fixed = torch.arange(3, dtype=torch.int32) * 128
-    assert ops.chunk_table_for(fixed, ops.chunk_offsets_for(fixed), 256).tolist() == [
+    assert ops.chunk_table_for(fixed, ops.chunk_offsets_for(fixed), 256, order="sequences").tolist() == [
         [0, 128, 0], [64, 128, 64], [128, 256, 192], [192, 256, 256], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    # the runtime's order: every sequence's last chunk first, sequences ascending within a chunk index
+    assert ops.chunk_table_for(fixed, ops.chunk_offsets_for(fixed), 256).tolist() == [
+        [64, 128, 64], [192, 256, 256], [0, 128, 0], [128, 256, 192], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
     empty = torch.zeros(3, dtype=torch.int32)  # every sequence empty: no chunk to solve
     assert not ops.chunk_table_for(empty, ops.chunk_offsets_for(empty), 0).any()
 
@@ -114,8 +117,8 @@ def test_chunk_table_cached_per_offsets():
     cu, off = dispatch.packed_seqlens(None, 2, 200, torch.device("cpu"))
     t1 = dispatch.kkt_chunk_table(cu, off, 400)
     assert dispatch.kkt_chunk_table(cu, off, 400) is t1
-    assert t1.tolist()[:8] == [[0, 200, 0], [64, 200, 64], [128, 200, 128], [192, 200, 192], [200, 400, 264],
-                               [264, 400, 328], [328, 400, 392], [392, 400, 456]]
+    assert t1.tolist()[:8] == [[192, 200, 192], [392, 400, 456], [128, 200, 128], [328, 400, 392], [64, 200, 64],
+                               [264, 400, 328], [0, 200, 0], [200, 400, 264]]  # ops.KKT_SLOTS_DEFAULT
 
 
 def test_packed_seqlens_cached_and_checked():

@@ -239,8 +239,9 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
     return torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]).to(torch.int32)
 
 
-# The order of kkt_solve's chunk slots (FLASHQLA_KKT_SLOTS; unset: "sequences"), see `chunk_table_for`
+# The order of kkt_solve's chunk slots (FLASHQLA_KKT_SLOTS forces one; unset: KKT_SLOTS_DEFAULT), see `chunk_table_for`
 KKT_SLOTS = _env_choice("FLASHQLA_KKT_SLOTS", ("sequences", "chunks_last_first", "chunks_first_last"))
+KKT_SLOTS_DEFAULT = "chunks_last_first"
 
 
 def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_tokens: int,
@@ -250,15 +251,21 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     zeros for the slots past the last chunk. Computed on the device from the two int32 [N+1] tensors (no
     sync); the slot count depends on shapes only, so it is the kernel's grid.
 
-    order (default KKT_SLOTS, else "sequences"): the order of the chunks, which is the order kkt_solve's grid
-    takes them in. "sequences": sequence by sequence, each in chunk order. "chunks_last_first": every
-    sequence's chunk c before any sequence's chunk c - 1, sequences ascending within a chunk index, so the K
-    tiles kkt_solve reads last and the A~ tiles it writes last are the first chunks, which chunk_fwd reads
-    first (what is still in L2 then is what it needs first). "chunks_first_last": chunk 0 of every sequence
-    first (the control of that hypothesis). In every order the chunks 0 keep the sequences' order and
-    adjacency, which a_tile.first_chunk_of_sequence relies on (the slot before a sequence's chunk 0 is the
-    previous non-empty sequence's last chunk, or its chunk 0 in the chunk-major orders: both end at t0)."""
-    order = order or KKT_SLOTS or "sequences"
+    order (default: FLASHQLA_KKT_SLOTS, else KKT_SLOTS_DEFAULT): the order of the chunks, which is the order
+    kkt_solve's grid takes them in. "sequences": sequence by sequence, each in chunk order. "chunks_last_first"
+    (the default): every sequence's chunk c before any sequence's chunk c - 1, sequences ascending within a
+    chunk index, so the K tiles kkt_solve reads last and the A~ tiles it writes last are the first chunks, which
+    chunk_fwd reads first (what is still in L2 then is what it needs first). "chunks_first_last": chunk 0 of
+    every sequence first (the control of that hypothesis). In every order the chunks 0 keep the sequences'
+    order and adjacency, which a_tile.first_chunk_of_sequence relies on (the slot before a sequence's chunk 0
+    is the previous non-empty sequence's last chunk, or its chunk 0 in the chunk-major orders: both end at t0).
+    Measured "sequences" -> "chunks_last_first" (H100, timeline, four passes a side,
+    benchmarks/results/2026-11-27-h100-s32/slot_order_ab2): chunk_fwd -1.5 to -2% on the GVA-1 to 3 rows (35B-TP1
+    1024x8 101.6 -> 99.9 us, 35B-TP1 8192x4 379 -> 374, 2B-TP1 8192x4 254 -> 250, 27B-TP2 8192x4 271 -> 267)
+    and -3.4% on 2B-TP1 1024x8's split path (63.3 -> 61.2); kkt_solve_gva within +-1% there and +1% on the
+    16-key-head GVA-4 rows, whose spans were unchanged within their placement spread; "chunks_first_last" gained
+    nothing (slot_order_ab), so the gain is what L2 still holds when chunk_fwd starts."""
+    order = order or KKT_SLOTS or KKT_SLOTS_DEFAULT
     if order not in ("sequences", "chunks_last_first", "chunks_first_last"):
         raise ValueError(f"chunk_table_for: order must be 'sequences', 'chunks_last_first' or 'chunks_first_last', "
                          f"got {order!r}")
