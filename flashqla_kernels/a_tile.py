@@ -81,9 +81,6 @@ def store_a_lower(ao_s, a, t0, t_end, hv, whole):
                 a[t0 + i, hv, j] = ao_s[i, j]
 
 
-CHUNK_TABLE_COLS = 4  # kkt_solve's chunk table: (t0, t_end, r0, chunk index in its sequence) a slot (ops.chunk_table_for)
-
-
 def first_chunk_of_sequence(chunk_table, cid, t0):
     """Whether chunk slot cid starts a sequence that follows another's tokens: the slot before it ends a sequence
     (its t_end, column 1 of kkt_solve's chunk table) at this chunk's first token. Zero-length sequences own no

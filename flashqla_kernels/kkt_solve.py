@@ -8,9 +8,9 @@ Inputs (tokens of every sequence packed along one axis, T = total tokens):
     k            [T, H, K]   bf16/fp16, key head of value head hv is hv // (HV // H)
     beta         [T, HV]     fp32
     g            [T, HV]     fp32 per-token log decay (<= 0)
-    chunk_table  [S, 4]      int32, per chunk slot (t0, t_end, r0, c): its first token, its sequence's end,
-                             the row of `rows` that holds t0's factors and the chunk's index in its sequence
-                             (zeros for the slots past the last chunk); S = T // C + N + 1, the grid
+    chunk_table  [S, 3]      int32, per chunk slot (t0, t_end, r0): its first token, its sequence's end and
+                             the row of `rows` that holds t0's factors (zeros for the slots past the last
+                             chunk); S = T // C + N + 1, the grid
     gva                      int32, HV // H (value heads a key head serves)
 Outputs:
     a            [T, HV, C]  bf16/fp16: row r of the chunk holding token t stored at a[t, hv, :], the 16 x 16
@@ -75,7 +75,7 @@ sized from shapes alone (T // C + N + 1 chunk slots): no host synchronisation is
 import tilelang
 import tilelang.language as T
 
-from .a_tile import CHUNK_TABLE_COLS, a_tile_layout, first_chunk_of_sequence, store_a_lower
+from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
 from .chunk_inverse import (CHUNK, LOG2E, XO_REGS, at, diag_block_inverse, gate_row_stripe, gate_rows,
                             solve_row_stripes, solve_row_stripes_f16, store_diag_block)
 
@@ -217,7 +217,7 @@ def kkt_solve_program(dtype: str = "bfloat16", use_l2norm: bool = False, merge: 
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         beta: T.Tensor((num_tokens, num_v_heads), "float32"),
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
-        chunk_table: T.Tensor((num_slots, CHUNK_TABLE_COLS), "int32"),
+        chunk_table: T.Tensor((num_slots, 3), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
         gva: T.int32,

@@ -34,7 +34,7 @@ beta and g."""
 import tilelang
 import tilelang.language as T
 
-from .a_tile import CHUNK_TABLE_COLS, a_tile_layout, first_chunk_of_sequence, store_a_lower
+from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
 from .chunk_inverse import (CHUNK, XO_REGS, at, block_gate_factors, diag_block_inverse, gate_row_stripe, row_of,
                             solve_row_stripes_f16, solve_row_stripes_f16_ldsm, store_diag_block)
 from .chunk_fwd import accumulator_layout
@@ -117,11 +117,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     takes "once" at GVA 4 only (ops.kkt_gva_fetch: fac_once_ab3, reference row 161.1 -> 153.1 us, the other ratios
     unchanged). Outputs bitwise equal. "once" keeps its tiles in x_s's and l_s's free space (`fac_at`): against two
     tiles of its own (2.5 KB more a CTA) kkt_solve_gva -0.5 to -1.5% on the long GVA-4 rows (fac_in_ls_ab).
-    prefetch_chunks (run time): the CTA of key head 0 of a chunk whose index in its sequence is below it prefetches
-    the chunk's q and v rows of every head into L2 once its heads are done (two bulk prefetches: chunk_fwd's own
-    reads of them then hit L2). kkt_solve takes the chunks last first (ops.chunk_table_for), so these are among its
-    last CTAs, and chunk_fwd reads these chunks first; kkt_solve's DRAM traffic, latency-bound at 50-75% of the
-    peak, has room for them, chunk_fwd's (74-85% on the H100) has not. 0: none (q and v are then never read).
     grid_order: the launch order of the CTAs. "heads": grid (H, S), key heads fastest, so the H CTAs of a chunk slot
     run together and their loads and stores cover contiguous memory (K's rows of all key heads, beta's and g's rows
     of all value heads, A~'s rows of all value heads: a 256-byte K row, a 4-byte beta a CTA otherwise, each in another
@@ -134,8 +129,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     4, less (results/2026-11-27-h200-s31/order_ab): -3% on the long GVA-4 rows (151.8 -> 147.2 us), -12% on 397B-TP4
     1024x8, -1% on the long GVA-2 rows, +1.5 to +3% on the 1024x8 rows at GVA 1-3; every span within +-0.8%."""
     K, C = head_dim_k, chunk_size
-    assert dtype in ("bfloat16", "float16")
-    ELEM_BYTES = 2  # of q's and v's elements (the prefetch's byte counts)
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
     assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads")
     SUB = C // 4
@@ -246,13 +239,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         k: T.Tensor((num_tokens, num_k_heads, K), dtype),
         beta: T.Tensor((num_tokens, num_v_heads), "float32"),
         g: T.Tensor((num_tokens, num_v_heads), "float32"),
-        chunk_table: T.Tensor((num_slots, CHUNK_TABLE_COLS), "int32"),
+        chunk_table: T.Tensor((num_slots, 3), "int32"),
         a: T.Tensor((num_tokens, num_v_heads, C), dtype),
         rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
         gva: T.int32,
-        q: T.Tensor((num_tokens, num_k_heads, K), dtype),
-        v: T.Tensor((num_tokens, num_v_heads, K), dtype),
-        prefetch_chunks: T.int32,
     ):
         with (T.Kernel(num_slots, num_k_heads, threads=threads) if grid_order == "slots" else
               T.Kernel(num_k_heads, num_slots, threads=threads)) as bids:
@@ -385,13 +375,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     T.sync_threads()
                     head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
                               col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
-                if (hk == 0) & (tx == 0) & (chunk_table[cid, 3] < prefetch_chunks):
-                    # the chunk's q and v rows of every head into L2 for chunk_fwd (see prefetch_chunks above)
-                    pf_rows = T.min(t_end - t0, C)
-                    T.call_extern("handle", "flashqla_prefetch_l2", T.address_of(q[t0, 0, 0]),
-                                  pf_rows * num_k_heads * (K * ELEM_BYTES))
-                    T.call_extern("handle", "flashqla_prefetch_l2", T.address_of(v[t0, 0, 0]),
-                                  pf_rows * num_v_heads * (K * ELEM_BYTES))
                 T.tma_store_wait()
 
     return kkt_solve_gva

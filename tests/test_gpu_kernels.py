@@ -177,23 +177,6 @@ def test_kkt_slot_orders_agree(monkeypatch, ratio):
     assert rel_l2(fwd["chunks_last_first"][1], ht_ref) < TOL
 
 
-def test_kkt_prefetch_changes_nothing(monkeypatch):
-    """kkt_solve_gva's L2 prefetch of q and v for chunk_fwd (ops.KKT_PREFETCH_CHUNKS) is a hint: the forward's o and
-    final state are bitwise those without it, for a few chunks and for every chunk (ragged, an empty sequence, partial
-    last chunks, the last chunk ending at the tensor's end)."""
-    from flashqla import ops
-
-    inp = make_inputs([300, 0, 129, 64, 1, 200], H=2, HV=4, seed=97)
-    outs = {}
-    for chunks in (0, 2, 1000):
-        monkeypatch.setattr(ops, "KKT_PREFETCH_CHUNKS", chunks)
-        run = dict(inp, cu_seqlens=inp["cu_seqlens"].clone())  # a new tensor: a new binding of the launches
-        outs[chunks] = flashqla.chunk_gated_delta_rule(**run, output_final_state=True)
-    for chunks in (2, 1000):
-        for x, y in zip(outs[0], outs[chunks]):
-            assert torch.isfinite(y).all() and torch.equal(x, y), chunks
-
-
 def assert_kkt_outputs_equal(out1, out2, cu):
     """Two kkt_solve results (a, rows) are bitwise equal wherever kkt_solve writes: each chunk's blocks on or below
     the diagonal (a_tile.py) and each sequence's factor rows up to its last chunk's end."""

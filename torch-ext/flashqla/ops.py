@@ -3,7 +3,7 @@
 Every launch goes to torch's current CUDA stream of the input's device; nothing here synchronises with
 the host, so the ops can be captured in CUDA graphs. Inputs are packed: tokens of all sequences along
 one axis ([T, heads, dim]); `cu_seqlens` (int32 [N+1]), `chunk_offsets` (int32 [N+1], see
-`chunk_offsets_for`) and kkt_solve's `chunk_table` (int32 [T // 64 + N + 1, 4], see `chunk_table_for`)
+`chunk_offsets_for`) and kkt_solve's `chunk_table` (int32 [T // 64 + N + 1, 2], see `chunk_table_for`)
 describe the sequences.
 """
 
@@ -239,25 +239,6 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
     return torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]).to(torch.int32)
 
 
-def _env_count(name: str, default: int) -> int:
-    """Environment variable ``name`` as a count (an integer >= 0), ``default`` when unset; any other value warns once
-    and counts as unset."""
-    value = os.environ.get(name, "")
-    if value.isdigit():
-        return int(value)
-    if value:
-        from .warn import warn_once
-
-        warn_once(name, f"flashqla: {name}: expected an integer >= 0, got {value!r}; using {default}")
-    return default
-
-
-# The chunks of each sequence whose q and v rows kkt_solve_gva prefetches into L2 for chunk_fwd
-# (flashqla_kernels/kkt_solve_gva.py prefetch_chunks; FLASHQLA_KKT_PREFETCH sets it)
-KKT_PREFETCH_DEFAULT = 0
-KKT_PREFETCH_CHUNKS = _env_count("FLASHQLA_KKT_PREFETCH", KKT_PREFETCH_DEFAULT)
-
-
 # The order of kkt_solve's chunk slots (FLASHQLA_KKT_SLOTS forces one; unset: KKT_SLOTS_DEFAULT), see `chunk_table_for`
 KKT_SLOTS = _env_choice("FLASHQLA_KKT_SLOTS", ("sequences", "chunks_last_first", "chunks_first_last"))
 KKT_SLOTS_DEFAULT = "chunks_last_first"
@@ -265,9 +246,9 @@ KKT_SLOTS_DEFAULT = "chunks_last_first"
 
 def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_tokens: int,
                     chunk: int = CHUNK, order: str | None = None) -> torch.Tensor:
-    """kkt_solve's chunk slots: int32 [num_tokens // chunk + N + 1, 4], row s = (first token t0 of chunk s,
-    end of its sequence, the factor row of t0 (:func:`rows_start` of its sequence + t0 - its first token), the
-    chunk's index in its sequence), zeros for the slots past the last chunk. Computed on the device from the two int32 [N+1] tensors (no
+    """kkt_solve's chunk slots: int32 [num_tokens // chunk + N + 1, 3], row s = (first token t0 of chunk s,
+    end of its sequence, the factor row of t0 (:func:`rows_start` of its sequence + t0 - its first token)),
+    zeros for the slots past the last chunk. Computed on the device from the two int32 [N+1] tensors (no
     sync); the slot count depends on shapes only, so it is the kernel's grid.
 
     order (default: FLASHQLA_KKT_SLOTS, else KKT_SLOTS_DEFAULT): the order of the chunks, which is the order
@@ -297,11 +278,11 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     t0 = torch.where(valid, cu_seqlens[seq] + (slots - chunk_offsets[seq]) * chunk, 0)
     t_end = torch.where(valid, ends[seq + 1], 0)
     r0 = torch.where(valid, rows_start(cu_seqlens[seq], seq, chunk) + (slots - chunk_offsets[seq]) * chunk, 0)
-    c = torch.where(valid, slots - chunk_offsets[seq], 0).to(torch.int64)
-    table = torch.stack([t0, t_end, r0, c], 1).to(torch.int32)
+    table = torch.stack([t0, t_end, r0], 1).to(torch.int32)
     if order != "sequences":
         # a stable sort on the chunk index (descending for chunks_last_first) keeps the sequences ascending within
         # a chunk index; the slots past the last chunk sort after every chunk
+        c = (slots - chunk_offsets[seq]).to(torch.int64)
         key = torch.where(valid, -c if order == "chunks_last_first" else c, torch.iinfo(torch.int32).max)
         table = table[torch.argsort(key, stable=True)]
     return table.contiguous()
@@ -353,11 +334,9 @@ def rows_len(num_tokens, num_seqs):
 
 
 def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, HV: int, N: int,
-             chunk_table: torch.Tensor, device_index: int, prefetch_chunks: int = 0) -> BoundLaunch:
+             chunk_table: torch.Tensor, device_index: int) -> BoundLaunch:
     """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma"), per call:
-    k, beta, g, a (any valid pointer without solve) and rows; kkt_solve_gva also takes q and v, whose rows of the
-    chunks below ``prefetch_chunks`` in their sequence it prefetches into L2 for chunk_fwd (0: none, and q and v
-    may be any valid pointer)."""
+    k, beta, g, a (any valid pointer without solve) and rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
     if merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
@@ -366,8 +345,7 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     else:
         b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
-                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0],
-                       prefetch_chunks=prefetch_chunks)
+                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
 
 
 @kernel_op
@@ -392,7 +370,7 @@ def kkt_solve(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table:
     k, beta, g = _aligned(k), _aligned(beta), _aligned(g)  # (kkt_solve_gva's vector copies of beta and g)
     index = _device_index(k.device)
     bind_kkt(k.dtype, use_l2norm, True, T, H, num_v_heads, N, chunk_table, index).launch(
-        _raw_stream(index), k=k, beta=beta, g=g, a=a, rows=rows, q=k, v=a)  # (no prefetch: q, v never read)
+        _raw_stream(index), k=k, beta=beta, g=g, a=a, rows=rows)
     return a, rows
 
 
@@ -410,7 +388,7 @@ def kkt_rows(k: torch.Tensor, beta: torch.Tensor, g: torch.Tensor, chunk_table: 
     index = _device_index(k.device)
     # the rows-only pass never touches `a`: any valid pointer stands in
     bind_kkt(k.dtype, use_l2norm, False, T, H, num_v_heads, N, chunk_table, index).launch(
-        _raw_stream(index), k=k, beta=beta, g=g, a=rows, rows=rows, q=k, v=rows)
+        _raw_stream(index), k=k, beta=beta, g=g, a=rows, rows=rows)
     return rows
 
 
@@ -450,8 +428,7 @@ class ChunkForward:
         self.ht_shape = (N, HV, K, V) if output_final_state else (0,)
         self.a_shape = (T, HV, CHUNK)
         self.rows_shape = (factor_rows(use_l2norm), HV, rows_len(T, N))
-        self.kkt = bind_kkt(dtype, use_l2norm, not self.fused, T, H, HV, N, chunk_table, self.index,
-                            KKT_PREFETCH_CHUNKS)
+        self.kkt = bind_kkt(dtype, use_l2norm, not self.fused, T, H, HV, N, chunk_table, self.index)
         flags = (1 if has_h0 else 0) | (2 if output_final_state else 0)
         parts = ((block_v, 0, head_split), (HEAD_SPLIT_BLOCK_V, head_split, HV - head_split)) if head_split else \
             ((block_v, 0, HV),)
@@ -480,7 +457,7 @@ class ChunkForward:
         a = rows if self.fused else _empty(*self.a_shape, dtype=self.dtype, device=dev)  # fused: never touched
         stream = _raw_stream(self.index)
         # kkt_solve_gva's "once" loads a token's beta and g of a key head's value heads by one 16-byte copy
-        self.kkt.launch(stream, k=k, beta=_aligned(beta), g=_aligned(g), a=a, rows=rows, q=q, v=v)
+        self.kkt.launch(stream, k=k, beta=_aligned(beta), g=_aligned(g), a=a, rows=rows)
         # absent states are passed as a valid pointer that the kernel never touches (flags say so)
         h0 = initial_state if initial_state is not None else o
         ht_arg = ht if self.output_final_state else o
