@@ -264,7 +264,8 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     1024x8 101.6 -> 99.9 us, 35B-TP1 8192x4 379 -> 374, 2B-TP1 8192x4 254 -> 250, 27B-TP2 8192x4 271 -> 267)
     and -3.4% on 2B-TP1 1024x8's split path (63.3 -> 61.2); kkt_solve_gva within +-1% there and +1% on the
     16-key-head GVA-4 rows, whose spans were unchanged within their placement spread; "chunks_first_last" gained
-    nothing (slot_order_ab), so the gain is what L2 still holds when chunk_fwd starts."""
+    nothing (slot_order_ab), so the gain is what L2 still holds when chunk_fwd starts. On the H200 (whose chunk_fwd
+    is further from its DRAM's peak) spans 0 to -1.5%, no row slower (results/2026-11-27-h200-s32/slot_order_ab)."""
     order = order or KKT_SLOTS or KKT_SLOTS_DEFAULT
     if order not in ("sequences", "chunks_last_first", "chunks_first_last"):
         raise ValueError(f"chunk_table_for: order must be 'sequences', 'chunks_last_first' or 'chunks_first_last', "
