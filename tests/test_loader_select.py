@@ -1,9 +1,10 @@
 """Which manifest entry the runtime's loader picks for a call's parameters (`loader.best_entry`). CPU only.
 
-A spec lists only the parameters it sets, so a variant beside the default carries one parameter more (kkt_solve_gva's
-slots=2 beside the one-slot kernel). A call that leaves that parameter out must get the default whatever the
-manifest's order: by order alone, "factor_fetch-per_head__slots-2" sorts before "factor_fetch-per_head__use_l2norm-0"
-and was what every one-slot call got (found by timing in session 31).
+A spec lists only the parameters it sets, so a variant beside the default carries one parameter more (the entries below
+are session 31's case: kkt_solve_gva's two-slot experiment, slots=2, beside the one-slot kernel; today grid_order=slots
+is such a variant). A call that leaves that parameter out must get the default whatever the manifest's order: by order
+alone, "factor_fetch-per_head__slots-2" sorts before "factor_fetch-per_head__use_l2norm-0" and was what every one-slot
+call got (found by timing in session 31).
 """
 
 import json

@@ -240,7 +240,8 @@ def chunk_offsets_for(cu_seqlens: torch.Tensor, chunk: int = CHUNK) -> torch.Ten
 
 
 # The order of kkt_solve's chunk slots (FLASHQLA_KKT_SLOTS forces one; unset: KKT_SLOTS_DEFAULT), see `chunk_table_for`
-KKT_SLOTS = _env_choice("FLASHQLA_KKT_SLOTS", ("sequences", "chunks_last_first", "chunks_first_last"))
+KKT_SLOT_ORDERS = ("sequences", "chunks_last_first", "chunks_first_last")
+KKT_SLOTS = _env_choice("FLASHQLA_KKT_SLOTS", KKT_SLOT_ORDERS)
 KKT_SLOTS_DEFAULT = "chunks_last_first"
 
 
@@ -267,23 +268,22 @@ def chunk_table_for(cu_seqlens: torch.Tensor, chunk_offsets: torch.Tensor, num_t
     nothing (slot_order_ab), so the gain is what L2 still holds when chunk_fwd starts. On the H200 (whose chunk_fwd
     is further from its DRAM's peak) spans 0 to -1.5%, no row slower (results/2026-11-27-h200-s32/slot_order_ab)."""
     order = order or KKT_SLOTS or KKT_SLOTS_DEFAULT
-    if order not in ("sequences", "chunks_last_first", "chunks_first_last"):
-        raise ValueError(f"chunk_table_for: order must be 'sequences', 'chunks_last_first' or 'chunks_first_last', "
-                         f"got {order!r}")
+    if order not in KKT_SLOT_ORDERS:
+        raise ValueError(f"chunk_table_for: order must be one of {', '.join(KKT_SLOT_ORDERS)}, got {order!r}")
     slots = torch.arange(num_tokens // chunk + cu_seqlens.shape[0], dtype=torch.int32, device=cu_seqlens.device)
     # seq in [0, N]: the last n with chunk_offsets[n] <= slot (N for the slots past the last chunk, which
     # the padded copy of cu_seqlens lets index n + 1 without a branch on N)
     seq = torch.searchsorted(chunk_offsets, slots, right=True) - 1
     ends = torch.cat([cu_seqlens, cu_seqlens[-1:]])
     valid = slots < chunk_offsets[-1]
-    t0 = torch.where(valid, cu_seqlens[seq] + (slots - chunk_offsets[seq]) * chunk, 0)
+    c = slots - chunk_offsets[seq]  # the slot's chunk index in its sequence
+    t0 = torch.where(valid, cu_seqlens[seq] + c * chunk, 0)
     t_end = torch.where(valid, ends[seq + 1], 0)
-    r0 = torch.where(valid, rows_start(cu_seqlens[seq], seq, chunk) + (slots - chunk_offsets[seq]) * chunk, 0)
+    r0 = torch.where(valid, rows_start(cu_seqlens[seq], seq, chunk) + c * chunk, 0)
     table = torch.stack([t0, t_end, r0], 1).to(torch.int32)
     if order != "sequences":
         # a stable sort on the chunk index (descending for chunks_last_first) keeps the sequences ascending within
         # a chunk index; the slots past the last chunk sort after every chunk
-        c = (slots - chunk_offsets[seq]).to(torch.int64)
         key = torch.where(valid, -c if order == "chunks_last_first" else c, torch.iinfo(torch.int32).max)
         table = table[torch.argsort(key, stable=True)]
     return table.contiguous()
