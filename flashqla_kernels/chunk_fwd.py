@@ -57,8 +57,11 @@ chunks). Per CTA block_v / 64 "state" warpgroups, one auxiliary warpgroup and a 
                 in the exponent; formed in registers in the input dtype, then copied in pairs into a
                 double buffer in shared memory once the state has released it) and the output's row factor
                 gamma_r scale / ||q_r||.
-                With fused_inverse (block_v 128, opt-in) it first forms the chunk's A~ (`form_inverse`: K K^T,
-                the inverse in an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier.
+                With fused_inverse (block_v 128) it forms the chunk's A~ (`form_inverse`: K K^T, the inverse in
+                an fp32 tile in place, the gate) into a double buffer handed over on an mbarrier, and without
+                use_l2norm (p_on_state) only that: the state warpgroups then form P themselves, each the half of
+                its columns (Q K^T issued before the state update, gated while the update runs, the halves met
+                at a named barrier before O^T's product; O's row factor from derive_factors).
     producer  : TMA for q, k, v, a and the per-row factors (kkt_solve's rows) of the CTA's chunk gc into stage
                 gc % NS as soon as the stage is released, nothing else (its warpgroup's first warp). q, k and v of
                 the first item's first preload_stages chunks go out before the wait on kkt_solve's grid (pdl).
@@ -93,6 +96,7 @@ QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width 
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
 INV_BARRIER_ID = 14  # named barrier of the auxiliary warpgroup around the inverse's shared tile (fused_inverse)
+P_BARRIER_ID = 11  # named barrier of the state threads: both halves of P in p_s (p_on_state)
 INV_EPILOGUE_BATCH = 8  # rows of the inverse a thread loads from shared memory before gating any of them
 
 
@@ -117,7 +121,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       pdl: bool = True, sq_order: str | None = None, producer_regs: int = 24,
                       fused_inverse: bool | None = None, inverse_tf32x3: bool = False, inverse_f16: bool = True,
                       o_store: str = "stmatrix",
-                      prefetch_h0: bool = True, persistent: bool = False, preload_stages: int = 1):
+                      prefetch_h0: bool = True, persistent: bool = False, preload_stages: int = 1,
+                      p_on_state: bool | None = None):
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
@@ -173,6 +178,13 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # "mma16"'s; warp 3's dependent chain 9 mma instead of 18 tf32 ones): the fused chunk_fwd -3.5 to -4.5% on every
     # row timed (H100, results/2026-11-26-h100-s27/fused_f16_ab); False: 1xTF32 (or 3xTF32, inverse_tf32x3).
     fused_inverse = FOUR_WG if fused_inverse is None else fused_inverse
+    # p_on_state (default with fused_inverse, without use_l2norm): P is formed by the state warpgroups (each one
+    # half of its columns, Q K^T issued before the state update, gated while the update runs, both halves met at a
+    # named barrier before O^T's product), so the auxiliary warpgroup, which paces the fused variant, forms only
+    # the inverse. A leave-one-out on the H100 (results/2026-11-27-h100-s35/fused_aux_loo) put P's work at 20-25%
+    # of the fused chunk_fwd. With use_l2norm P stays on the auxiliary warpgroup (q's row norms are formed there).
+    P_ON_STATE = (fused_inverse and not use_l2norm) if p_on_state is None else p_on_state
+    assert not (P_ON_STATE and use_l2norm)
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
     # "stmatrix" (stmatrix.trans: four 8 x 8 bf16 matrices an instruction, the pairs packed by one conversion each)
@@ -192,7 +204,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # a stage's factor tile: kkt_solve's R rows (one TMA box), then the two factors that derive_factors forms
     R = factor_rows(use_l2norm)
     F_WF, F_UF = R, R + 1
-    FAC_SLOTS = R + 2
+    F_OF = R + 2  # p_on_state: O's row factor gamma_j scale (the state's P needs no auxiliary warpgroup's of_s)
+    FAC_SLOTS = R + 3 if P_ON_STATE else R + 2
     num_tokens = T.dynamic("num_tokens")
     rows_len = T.dynamic("rows_len")
     num_k_heads = T.dynamic("num_k_heads")
@@ -230,19 +243,22 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(full[st])
 
     @T.macro
-    def derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, c, gc, j):
+    def derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, scale, c, gc, j):
         """Producer warpgroup's warps 1 and 2 (thread j = 0..C-1: token j), chunk c of the item (stage gc % NS): once
         the stage has landed, the state chain's column factors of token j from its factor rows into the stage's
         slots F_WF = exp2(G_j) rk_j and F_UF = exp2(G_last - G_j) rk_j beta_j (G in log2 units, G_last: the chunk's
         last token's; rk = 1/||k_j|| with use_l2norm, else 1), zero past the sequence's end; then `fac_ready`. The
         same operations in the same order as kkt_solve's former rows 2 and 3 (so the same bits), off every other
-        warpgroup's path: the state warpgroups wait for them only before their W^T pass."""
+        warpgroup's path: the state warpgroups wait for them only before their W^T pass. With p_on_state also
+        F_OF = exp2(G_j + log2(scale)), O's row factor (form_p's of_s, the same operations)."""
         st = gc % NS
         t0 = seq_start + c * C
         T.barrier_wait(full[st], (gc // NS) % 2)
         # G_last by a flat index held in int32 (fl_row[0]; inline, TileLang widened it to int64, as gl_row)
         fl_row[0] = st * (FAC_SLOTS * C) + ROW_G * C + T.min(C, seq_end - t0) - 1
         g_last = fac_flat[fl_row[0]]
+        if P_ON_STATE:
+            fac_s[st, F_OF, j] = T.exp2(fac_s[st, ROW_G, j] + T.log2(scale))
         if t0 + j < seq_end:
             if use_l2norm:
                 fac_s[st, F_WF, j] = T.exp2(fac_s[st, ROW_G, j]) * fac_s[st, ROW_RK, j]
@@ -582,6 +598,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             gr_f = T.alloc_fragment((C,), acc)        # log2(gamma scale / ||q||) by row of P
             pb_f = T.alloc_fragment((C, C), dtype)    # P in the input dtype, before its copy to p_s
             gq_f = T.alloc_fragment((C,), acc)        # log2-scaled G (less log2(1/||k||)) by column
+            if P_ON_STATE:  # P by the state warpgroups, each a half of its columns
+                sp_f = T.alloc_fragment((C, C), acc)
+                spb_f = T.alloc_fragment((C, C), dtype)
+                sgr_f = T.alloc_fragment((C,), acc)
+                sgq_f = T.alloc_fragment((C,), acc)
             gl = T.alloc_var(acc)                       # gamma_last of the state warpgroups' chunk
             gl_row = T.alloc_var("int32")               # flat index of the chunk's last G in fac_s
             fl_row = T.alloc_local((1,), "int32")       # the same for derive_factors (producer warpgroup)
@@ -712,13 +733,34 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                             T.wait_wgmma(0)
                             for i, j in T.Parallel(BV, C):
                                 w_b[i, j] = z_f[i, j] * fw_f[j]
+                            if P_ON_STATE:  # Q K^T (this warpgroup's half of P's columns) ahead of the update
+                                T.wgmma_gemm(q_s[st, :, :], k_s[st, :, :], sp_f, transpose_B=True,
+                                             clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
                             T.wgmma_gemm(w_b, k_s[st, :, :], st_f, clear_accum=False, policy=full_row)
                             # O's operand Vn = Vn' diag(beta), while the state update runs
                             for i, j in T.Parallel(BV, C):
                                 vn_b[i, j] = z_f[i, j] * fac_s[st, ROW_BETA, j]
-                            T.barrier_wait(p_ready[pb], pph)
-                            for i, j in T.Parallel(BV, C):
-                                ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
+                            if P_ON_STATE:
+                                # form_p's operations (same values): the exponent's row and column terms, then the
+                                # masked, gated P into p_s[pb] once Q K^T is done (the update still running)
+                                for j in T.Parallel(C):
+                                    sgq_f[j] = fac_s[st, ROW_G, j]
+                                for i in T.Parallel(C):
+                                    sgr_f[i] = fac_s[st, ROW_G, i] + T.log2(scale)
+                                T.wait_wgmma(1)
+                                for i, j in T.Parallel(C, C):
+                                    spb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end),
+                                                                 sp_f[i, j] * T.exp2(sgr_f[i] - sgq_f[j]), 0.0)
+                                T.copy(spb_f, p_s[pb, :, :])
+                                T.fence_proxy_async()  # generic-proxy stores of P -> both warpgroups' wgmma reads
+                                T.sync_threads(P_BARRIER_ID, ST)  # both halves written (p_s[pb] was last read two
+                                # chunks ago, before either warpgroup passed this barrier one chunk ago)
+                                for i, j in T.Parallel(BV, C):  # O's row factor (derive_factors, F_OF)
+                                    ot_f[i, j] = ot_f[i, j] * fac_s[st, F_OF, j]
+                            else:
+                                T.barrier_wait(p_ready[pb], pph)
+                                for i, j in T.Parallel(BV, C):
+                                    ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
                             T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False,
                                          policy=full_row)
                             T.wait_wgmma(0)
@@ -774,9 +816,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                                      full, p_used,
                                                      a_ready, seq_start, seq_end, c, base + c,
                                                      pu0 if par == 0 else pu1, tx - ST)
-                                        form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f,
-                                               full, empty, p_ready, p_used, seq_start, seq_end, scale, c, base + c,
-                                               pu0 if par == 0 else pu1)
+                                        if P_ON_STATE:  # the stage's last reader here is the inverse's epilogue
+                                            T.barrier_arrive(empty[(base + c) % NS])
+                                        else:
+                                            form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f,
+                                                   gq_f, full, empty, p_ready, p_used, seq_start, seq_end, scale, c,
+                                                   base + c, pu0 if par == 0 else pu1)
                         else:
                             p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                             empty, p_ready, p_used, seq_start, seq_end, scale, n_chunks, base, pu0,
@@ -824,8 +869,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0,
                                            it_hk[0], it_hv[0], (p % NVB) * BV, c, base + c, qkv_due(it, c))
                             elif tx < PT + 32 + C:
-                                derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, it_end[0], c,
-                                               base + c, tx - PT - 32)
+                                derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, it_end[0], scale,
+                                               c, base + c, tx - PT - 32)
                         if persistent:
                             base = base + n_chunks
 

@@ -204,8 +204,9 @@ def test_head_split_rule(monkeypatch):
 
 
 def test_fused_inverse_rule(monkeypatch):
-    """chunk_fwd forms the inverse itself at GVA 1 without the in-kernel norms on a card below
-    LARGE_CARD_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count;
+    """chunk_fwd forms the inverse itself at GVA 1 and 2 without the in-kernel norms on a card below
+    LARGE_CARD_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count (2 x SMs at GVA 1,
+    one wave at GVA 2);
     FLASHQLA_FUSED_INVERSE=1|0 (ops.FUSED_INVERSE) forces it, at the V blocks that have the variant."""
     monkeypatch.setattr(ops, "FUSED_INVERSE", None)
     monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: True)  # a stand-in H100
@@ -214,7 +215,10 @@ def test_fused_inverse_rule(monkeypatch):
     assert choose(16, 16, 67, 132, 128, dev) and choose(16, 16, 264, 132, 128, dev)
     assert not choose(16, 16, 66, 132, 128, dev)       # half the SMs or fewer: the split path's 64-blocks
     assert not choose(16, 16, 265, 132, 128, dev)      # past the measured range
-    assert not choose(16, 32, 128, 132, 128, dev)      # GVA 2
+    assert choose(16, 32, 128, 132, 128, dev)          # GVA 2, one wave: 35B-TP1 8192x4
+    assert not choose(16, 32, 256, 132, 128, dev)      # GVA 2 past one wave: 35B-TP1 1024x8
+    assert not choose(16, 48, 96, 132, 128, dev)       # GVA 3: 27B-TP2 8192x4 (8 / 24 there)
+    assert not choose(16, 64, 128, 132, 128, dev)      # GVA 4
     assert not choose(16, 16, 128, 132, 64, dev)       # no 64-block variant
     assert not choose(16, 16, 128, 132, 128, dev, True)  # the norms of q and k in the kernels
     monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: False)  # a stand-in H200

@@ -302,17 +302,21 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int, fus
 
 # The fused inverse by card: on an H100 (80 GB, HBM3) chunk_fwd is DRAM-bound (85% of peak on 397B-TP1 8192x4,
 # 74% on 2B-TP1 1024x8), and at GVA 1 the split path moves ~1.45x the bytes of one pass (kkt_solve reads K, A~ and
-# the factor rows go through HBM), so the fused variant, which pays ~1 us more a chunk step in its auxiliary warpgroup,
+# the factor rows go through HBM), so the fused variant, which pays more a chunk step in its auxiliary warpgroup,
 # is faster where its 128-blocks fill the card: 2B-TP1 with 8 sequences of 512 / 1024 / 2048 / 4096 tokens -2 /
-# -7.5 / -10 / -12.5%, 16 of 1024 -5%, 7 of 1024 -1.5% (results/2026-11-26-h100-s27/fused_probe). At GVA 2 it
-# was slower (35B-TP1 1024x4 +10%, 2048x4 +6%, 8192x4 +1.6%, 1024x8 +11%), and with fewer pairs than half the SMs
-# (V block 64 doubles the split path's CTAs) far slower. Not measured on an H200, whose bandwidth is 1.4x the
-# H100's: cards of at least LARGE_CARD_MEMORY keep the split path (large_memory_card, the card's proxy, as for
-# the persistent grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs pairs. Not with the norms of q and k in
-# the kernels (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of
-# spill) and its rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
+# -7.5 / -10 / -12.5%, 16 of 1024 -5%, 7 of 1024 -1.5% (results/2026-11-26-h100-s27/fused_probe). Since P moved to
+# the state warpgroups (chunk_fwd's p_on_state, session 35: the fused chunk_fwd -11 to -14%) it also wins at GVA 2
+# within one wave of pairs: 35B-TP1 8192x4 (128 pairs) 438 against 481 us, 1024x4 equal (68.7 / 68.2); past one
+# wave it loses (35B-TP1 1024x8, 256 pairs, 134.6 against 130.0), and at GVA 3-4 everywhere (27B-TP2 8192x4 427
+# against 332, 397B-TP2 8192x4 435 against 394; results/2026-11-27-h100-s35/p_on_state_ab/rule_probe). With fewer
+# pairs than half the SMs (V block 64 doubles the split path's CTAs) it is far slower. Not measured on an H200,
+# whose bandwidth is 1.4x the H100's (session 31: 75.1 against 65.1 us on 2B-TP1 1024x8 before p_on_state): cards
+# of at least LARGE_CARD_MEMORY keep the split path (large_memory_card, the card's proxy, as for the persistent
+# grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs pairs. Not with the norms of q and k in the
+# kernels (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of spill)
+# and its rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
 # (results/2026-11-26-h100-s27/fused_l2norm).
-FUSED_INVERSE_MAX_PAIRS_PER_SM = 2
+FUSED_INVERSE_MAX_PAIRS_PER_SM = {1: 2, 2: 1}  # by GVA ratio; ratios not listed keep the split path
 
 
 @torch.compiler.assume_constant_result
@@ -326,18 +330,19 @@ def choose_fused_inverse(num_k_heads: int, num_v_heads: int, num_pairs: int, sms
                          device: torch.device, use_l2norm: bool = False) -> bool:
     """Whether chunk_fwd forms each chunk's inverse itself (its fused-inverse variant; kkt_solve then writes only
     the factor rows) instead of reading kkt_solve's A~. FLASHQLA_FUSED_INVERSE=1|0 forces it (ops.FUSED_INVERSE);
-    otherwise only at the V blocks that have the variant, at GVA 1, without the in-kernel norms (use_l2norm), on
-    cards below LARGE_CARD_MEMORY (measurements at FUSED_INVERSE_MAX_PAIRS_PER_SM), with more pairs than half the
-    SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM x SMs. Under torch.compile the pair count may be
-    symbolic: the comparisons become guards."""
+    otherwise only at the V blocks that have the variant, at the GVA ratios of FUSED_INVERSE_MAX_PAIRS_PER_SM (1 and
+    2), without the in-kernel norms (use_l2norm), on cards below LARGE_CARD_MEMORY (the measurements above), with
+    more pairs than half the SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs. Under
+    torch.compile the pair count may be symbolic: the comparisons become guards."""
     from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
 
     if block_v not in FUSED_INVERSE_BLOCK_VS:
         return False
     if FUSED_INVERSE is not None:
         return FUSED_INVERSE
-    return (num_v_heads == num_k_heads and not use_l2norm and 2 * num_pairs > sms
-            and num_pairs <= FUSED_INVERSE_MAX_PAIRS_PER_SM * sms and fused_inverse_card(device))
+    per_sm = FUSED_INVERSE_MAX_PAIRS_PER_SM.get(num_v_heads // num_k_heads, 0)
+    return (per_sm > 0 and not use_l2norm and 2 * num_pairs > sms and num_pairs <= per_sm * sms
+            and fused_inverse_card(device))
 
 
 @torch.compiler.assume_constant_result
