@@ -1,4 +1,10 @@
-"""Build one diagnostic chunk_fwd spec (FLASHQLA_FUSED_DIAG set) into <out>/_binaries and rewrite the hub layout."""
+"""Build one chunk_fwd spec as a diagnostic variant into <out>/_binaries (wrong outputs allowed).
+
+python benchmarks/build_diag.py SPEC_NAME OUT_DIR   (then python -m flashqla_kernels.build --skip-compile --out OUT_DIR)
+With a patch that reads FLASHQLA_FUSED_DIAG (e.g. results/2026-11-27-h100-s35/fused_inverse_loo/inverse_diag.patch)
+applied and that variable set; lowered with TileLang's buffer-initialisation check off, since a skipped phase leaves
+a tile unwritten.
+"""
 import sys, shutil
 from pathlib import Path
 from flashqla_kernels import specs, aot
