@@ -63,6 +63,12 @@ def kkt_solve_gva_specs() -> list[Spec]:
                for l2 in (False, True) for f in KKT_GVA_FETCHES])
 
 
+def factor_rows_specs() -> list[Spec]:
+    """The factor rows alone (G, beta) at a warp a (chunk slot, value head) (factor_rows.py): an alternative to
+    kkt_solve's rows-only pass for the fused-inverse variant without the in-kernel norms (ops.ROWS_PASS)."""
+    return [make_spec("factor_rows")]
+
+
 PERSISTENT_BLOCK_VS = (128,)  # chunk_fwd has a persistent-grid variant at these V blocks (A~ from kkt_solve)
 
 
@@ -95,7 +101,8 @@ def layer_specs() -> list[Spec]:
 
 
 def all_specs() -> list[Spec]:
-    return kkt_solve_specs() + kkt_solve_gva_specs() + chunk_fwd_specs() + layer_specs() + recurrent_fwd_specs()
+    return (kkt_solve_specs() + kkt_solve_gva_specs() + factor_rows_specs() + chunk_fwd_specs() + layer_specs()
+            + recurrent_fwd_specs())
 
 
 def manual_fences(spec: Spec) -> bool:
@@ -125,6 +132,9 @@ def program_for(spec: Spec):
     if spec.kernel == "kkt_solve_gva":
         from .kkt_solve_gva import kkt_solve_gva_program
         return kkt_solve_gva_program(**spec.kwargs())
+    if spec.kernel == "factor_rows":
+        from .factor_rows import factor_rows_program
+        return factor_rows_program(**spec.kwargs())
     if spec.kernel == "chunk_fwd":
         from .chunk_fwd import chunk_fwd_program
         return chunk_fwd_program(**spec.kwargs())

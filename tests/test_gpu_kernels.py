@@ -211,6 +211,42 @@ def test_kkt_rows_equal_kkt_solve_rows(l2norm):
     torch.testing.assert_close(rows_only, rows, rtol=0, atol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("H,HV", [(2, 6), (4, 12), (16, 16)])
+def test_factor_rows_equal_kkt_solve_rows(monkeypatch, H, HV):
+    """factor_rows (a warp a chunk slot and value head, ROWS_PASS "warps") writes bitwise the rows of kkt_solve's
+    full pass, and nothing else (the same rows unwritten, NaN under poisoning): value heads not a multiple of its CTA's
+    8 warps, GVA 1-3, ragged sequences with an empty one."""
+    from flashqla import ops
+    from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_rows, kkt_solve
+
+    inp = make_inputs([100, 0, 64, 3, 200], H=H, HV=HV, seed=37)
+    k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]
+    g = inp["g"][0].float().contiguous()
+    table = chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0])
+    _, rows = kkt_solve(k, beta, g, table, HV, False)
+    monkeypatch.setattr(ops, "ROWS_PASS", "warps")
+    rows_warps = kkt_rows(k, beta, g, table, HV, False)
+    assert rows.isfinite().any()
+    torch.testing.assert_close(rows_warps, rows, rtol=0, atol=0, equal_nan=True)
+
+
+def test_fused_forward_with_factor_rows_bitwise(monkeypatch):
+    """The fused-inverse forward with its rows from factor_rows (ROWS_PASS "warps") equals the one with kkt_solve's
+    rows-only pass bit for bit (ragged, an empty sequence, GVA 2, strong decay)."""
+    from flashqla import fast_path, ops
+
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
+    monkeypatch.setattr(ops, "FUSED_INVERSE", True)
+    inp = make_inputs([300, 0, 64, 1, 777, 63], H=2, HV=4, seed=41)
+    outs = []
+    for rows_pass in ("kkt", "warps"):
+        monkeypatch.setattr(ops, "ROWS_PASS", rows_pass)
+        fast_path._PLANS.clear()  # a stored plan keeps the launches it bound
+        outs.append(flashqla.chunk_gated_delta_rule(**inp, output_final_state=True))
+    assert outs[0][0].isfinite().all() and outs[0][1].isfinite().all()
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
 @pytest.mark.parametrize("block_v", ["128", "128-kkt", "64"])
 @pytest.mark.parametrize("ratio", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("l2norm", [False, True])

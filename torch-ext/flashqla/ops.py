@@ -88,6 +88,12 @@ def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     return KKT_MERGE
 
 
+# The fused-inverse variant's pass before chunk_fwd, without the in-kernel norms (FLASHQLA_ROWS_PASS): "kkt" (the
+# default: kkt_solve's rows-only pass, a 128-thread CTA a chunk slot and value head, 23.7 us on 35B-TP1 8192x4 on an
+# H100) or "warps" (flashqla_kernels/factor_rows.py: a warp a chunk slot and value head, the same bits; built and
+# compiled, not yet timed or run on a GPU, so not the default: tests/test_gpu_kernels.py checks it bitwise there).
+ROWS_PASS = _env_choice("FLASHQLA_ROWS_PASS", ("kkt", "warps")) or "kkt"
+
 # V blocks at which chunk_fwd can form each chunk's inverse itself, so kkt_solve runs as its rows-only pass (the
 # kernels' table, flashqla_kernels/specs.py FUSED_INVERSE_BLOCK_VS, says the same; a test checks it), and whether
 # it does: FLASHQLA_FUSED_INVERSE=1 (always, at those V blocks) or 0 (never) forces it; unset (None), the runtime
@@ -336,9 +342,13 @@ def rows_len(num_tokens, num_seqs):
 
 def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, HV: int, N: int,
              chunk_table: torch.Tensor, device_index: int) -> BoundLaunch:
-    """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma"), per call:
-    k, beta, g, a (any valid pointer without solve) and rows."""
+    """kkt_solve's launch for T tokens of N sequences (solve=False: the rows-only pass, merge "mma", or factor_rows
+    with ROWS_PASS "warps" and no in-kernel norms), per call: k, beta, g, a (any valid pointer without solve) and
+    rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
+    if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
+        return BoundLaunch(_binary("factor_rows"), device_index, chunk_table=chunk_table, num_tokens=T,
+                           num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
     if merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
