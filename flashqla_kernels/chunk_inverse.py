@@ -24,6 +24,21 @@ TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, 
 XO_REGS = 8 * (CHUNK // SUB - 1)  # registers of a warp's row-stripe blocks (8 a block, three blocks at most)
 
 
+@T.macro
+def scan_chunk_halves(sc, lane):
+    """One warp, a chunk's two halves by shuffles: sc[0] and sc[1] hold the lane's g of tokens l and 32 + l on entry
+    and their halves' inclusive prefix sums on exit, sc[2] the lower half's total (sc[3] a scratch term); every lane
+    of the warp takes part. G of token l is sc[0], of 32 + l sc[1] + sc[2] (kkt_solve_gva's and factor_rows' chunk
+    cumsum; kkt_solve.py runs the same operations in scalars)."""
+    for d in (1, 2, 4, 8, 16):
+        sc[2] = T.shfl_up(sc[0], d)
+        sc[3] = T.shfl_up(sc[1], d)
+        if lane >= d:
+            sc[0] = sc[0] + sc[2]
+            sc[1] = sc[1] + sc[3]
+    sc[2] = T.shfl_sync(sc[0], 31)
+
+
 def at(buf, i):
     """buf[i], or buf(i) when buf is an accessor (a Python function of the index, e.g. one row of a 2-D buffer
     chosen at run time)."""

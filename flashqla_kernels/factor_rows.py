@@ -12,9 +12,9 @@ Outputs:
                              each written from row r0 on for the slot's 64 tokens, zeros past its sequence's end
 
 Tile plan: a grid (S, ceil(HV / warps)) of CTAs of `warps` warps; warp w of CTA (s, b) takes value head
-hv = b warps + w of slot s, lane l its tokens l and 32 + l. The cumsum is kkt_solve's own: both halves scanned
-inclusively by five warp shuffles, the upper half plus the lower half's total, times log2(e) (the same operations in
-the same order, so the same bits). One table row and one pair of loads a lane: the rows-only pass of kkt_solve, a
+hv = b warps + w of slot s, lane l its tokens l and 32 + l. The cumsum is kkt_solve_gva's (chunk_inverse
+scan_chunk_halves: both halves scanned inclusively by five warp shuffles, the upper half plus the lower half's total),
+times log2(e): the same operations in the same order as kkt_solve's, so the same bits. One table row and one pair of loads a lane: the rows-only pass of kkt_solve, a
 CTA a (slot, value head) whose life is two dependent global loads, spent 23.7 us on 35B-TP1 8192x4 (H100,
 results/2026-11-27-h100-s35) for ~17 MB of traffic.
 """
@@ -22,7 +22,7 @@ results/2026-11-27-h100-s35) for ~17 MB of traffic.
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import CHUNK, LOG2E
+from .chunk_inverse import CHUNK, LOG2E, scan_chunk_halves
 from .kkt_solve import ROW_BETA, ROW_G
 
 HALF = CHUNK // 2  # a lane's two tokens: l and HALF + l
@@ -44,10 +44,7 @@ def factor_rows_program(warps: int = 8, pdl: bool = True):
         rows: T.Tensor((2, num_v_heads, rows_len), "float32"),
     ):
         with T.Kernel(num_slots, T.ceildiv(num_v_heads, warps), threads=32 * warps) as (cid, hb):
-            sa = T.alloc_var("float32")  # the two halves' running sums and their shuffled terms
-            sb = T.alloc_var("float32")
-            ta = T.alloc_var("float32")
-            tb = T.alloc_var("float32")
+            sc = T.alloc_local((4,), "float32")  # the two halves' running sums, the lower total (scan_chunk_halves)
             if pdl:  # before the first global read, as kkt_solve: chunk_fwd then launches behind this grid
                 T.pdl_sync()
                 T.pdl_trigger()
@@ -58,17 +55,12 @@ def factor_rows_program(warps: int = 8, pdl: bool = True):
             lane = tx % 32
             hv = hb * warps + tx // 32
             if (t0 < t_end) & (hv < num_v_heads):  # uniform over a warp: its shuffles run on every lane
-                sa = T.if_then_else(t0 + lane < t_end, g[t0 + lane, hv], 0.0)
-                sb = T.if_then_else(t0 + HALF + lane < t_end, g[t0 + HALF + lane, hv], 0.0)
-                for d in (1, 2, 4, 8, 16):
-                    ta = T.shfl_up(sa, d)
-                    tb = T.shfl_up(sb, d)
-                    if lane >= d:
-                        sa = sa + ta
-                        sb = sb + tb
-                ta = T.shfl_sync(sa, 31)  # the lower half's total
-                rows[ROW_G, hv, r0 + lane] = T.if_then_else(t0 + lane < t_end, sa * LOG2E, 0.0)
-                rows[ROW_G, hv, r0 + HALF + lane] = T.if_then_else(t0 + HALF + lane < t_end, (sb + ta) * LOG2E, 0.0)
+                sc[0] = T.if_then_else(t0 + lane < t_end, g[t0 + lane, hv], 0.0)
+                sc[1] = T.if_then_else(t0 + HALF + lane < t_end, g[t0 + HALF + lane, hv], 0.0)
+                scan_chunk_halves(sc, lane)
+                rows[ROW_G, hv, r0 + lane] = T.if_then_else(t0 + lane < t_end, sc[0] * LOG2E, 0.0)
+                rows[ROW_G, hv, r0 + HALF + lane] = T.if_then_else(t0 + HALF + lane < t_end, (sc[1] + sc[2]) * LOG2E,
+                                                                   0.0)
                 rows[ROW_BETA, hv, r0 + lane] = T.if_then_else(t0 + lane < t_end, beta[t0 + lane, hv], 0.0)
                 rows[ROW_BETA, hv, r0 + HALF + lane] = T.if_then_else(t0 + HALF + lane < t_end,
                                                                       beta[t0 + HALF + lane, hv], 0.0)

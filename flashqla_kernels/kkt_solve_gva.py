@@ -36,6 +36,7 @@ import tilelang.language as T
 
 from .a_tile import a_tile_layout, first_chunk_of_sequence, store_a_lower
 from .chunk_inverse import (CHUNK, XO_REGS, at, block_gate_factors, diag_block_inverse, gate_row_stripe, row_of,
+                            scan_chunk_halves,
                             solve_row_stripes_f16, solve_row_stripes_f16_ldsm, store_diag_block)
 from .chunk_fwd import accumulator_layout
 from .kkt_solve import LOG2E, factor_rows, store_factor_rows, store_key_norms
@@ -170,13 +171,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         lane = i % 32
         sc[0] = at(g_h, lane)
         sc[1] = at(g_h, 32 + lane)
-        for d in (1, 2, 4, 8, 16):
-            sc[2] = T.shfl_up(sc[0], d)
-            sc[3] = T.shfl_up(sc[1], d)
-            if lane >= d:
-                sc[0] = sc[0] + sc[2]
-                sc[1] = sc[1] + sc[3]
-        sc[2] = T.shfl_sync(sc[0], 31)
+        scan_chunk_halves(sc, lane)
         gc_h[i] = T.if_then_else(i < 32, sc[0], sc[1] + sc[2]) * LOG2E
 
     @T.macro

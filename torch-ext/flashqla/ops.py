@@ -347,9 +347,8 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
     if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
-        return BoundLaunch(_binary("factor_rows"), device_index, chunk_table=chunk_table, num_tokens=T,
-                           num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
-    if merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
+        b = _binary("factor_rows")
+    elif merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
                     factor_fetch=kkt_gva_fetch(H, HV), **({"grid_order": order} if order != "heads" else {}))
