@@ -289,6 +289,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                           T.address_of(vt_b[64 * (tx // 128) + 16 * ((tx % 128) // 32) + lane // 4, 16 * m]))
 
     @T.macro
+    def gate_p(pb, qk, gr, gq, t0, seq_end):
+        """P = (Q K^T) (.) Gamma from Q K^T (qk) and the exponent's row and column terms gr, gq (log2 units): masked
+        to j <= i and to rows before the sequence's end, in the input dtype. The auxiliary warpgroup's form_p and the
+        state warpgroups' p_on_state both form P by it, so the fused and split paths keep the same bits."""
+        for i, j in T.Parallel(C, C):
+            pb[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), qk[i, j] * T.exp2(gr[i] - gq[j]), 0.0)
+
+    @T.macro
     def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
                p_used, seq_start, seq_end, scale, c, gc, pu):
         """Auxiliary warpgroup, chunk c of the item (stage gc % NS): P = (Q K^T) (.) Gamma with the row/column
@@ -329,8 +337,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         # FMUL and a reload of `scale` less an element. P goes to registers in the input dtype first and to
         # shared memory by a copy in pairs (the element loop's exp2 kept it from vectorising: 2-byte stores),
         # so only that copy waits for the state to release P's buffer.
-        for i, j in T.Parallel(C, C):
-            pb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), p_f[i, j] * T.exp2(gr_f[i] - gq_f[j]), 0.0)
+        gate_p(pb_f, p_f, gr_f, gq_f, t0, seq_end)
         T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)
         T.copy(pb_f, p_s[pb, :, :])
         for i in T.Parallel(C):
@@ -748,9 +755,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 for i in T.Parallel(C):
                                     sgr_f[i] = fac_s[st, ROW_G, i] + T.log2(scale)
                                 T.wait_wgmma(1)
-                                for i, j in T.Parallel(C, C):
-                                    spb_f[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end),
-                                                                 sp_f[i, j] * T.exp2(sgr_f[i] - sgq_f[j]), 0.0)
+                                gate_p(spb_f, sp_f, sgr_f, sgq_f, t0, seq_end)
                                 T.copy(spb_f, p_s[pb, :, :])
                                 T.fence_proxy_async()  # generic-proxy stores of P -> both warpgroups' wgmma reads
                                 T.sync_threads(P_BARRIER_ID, ST)  # both halves written (p_s[pb] was last read two
