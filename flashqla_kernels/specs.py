@@ -64,8 +64,9 @@ def kkt_solve_gva_specs() -> list[Spec]:
 
 
 def factor_rows_specs() -> list[Spec]:
-    """The factor rows alone (G, beta) at a warp a (chunk slot, value head) (factor_rows.py): an alternative to
-    kkt_solve's rows-only pass for the fused-inverse variant without the in-kernel norms (ops.ROWS_PASS)."""
+    """The factor rows alone (G, beta) at a warp a (chunk slot, value head) (factor_rows.py): the fused-inverse
+    variant's pass without the in-kernel norms (ops.ROWS_PASS "warps", the default; "kkt" takes kkt_solve's rows-only
+    pass instead)."""
     return [make_spec("factor_rows")]
 
 

@@ -196,10 +196,14 @@ def assert_kkt_outputs_equal(out1, out2, cu):
 
 
 @pytest.mark.parametrize("l2norm", [False, True])
-def test_kkt_rows_equal_kkt_solve_rows(l2norm):
-    """The rows-only pass (chunk_fwd's fused-inverse variant) writes bitwise the rows of the full pass, and
-    nothing else: the same rows are unwritten (NaN under poisoning) in both."""
+def test_kkt_rows_equal_kkt_solve_rows(monkeypatch, l2norm):
+    """kkt_solve's rows-only pass (chunk_fwd's fused-inverse variant; ROWS_PASS "kkt", which the in-kernel norms
+    always take) writes bitwise the rows of the full pass, and nothing else: the same rows are unwritten (NaN under
+    poisoning) in both."""
+    from flashqla import ops
     from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_rows, kkt_solve
+
+    monkeypatch.setattr(ops, "ROWS_PASS", "kkt")
 
     inp = make_inputs([100, 0, 64, 3, 200], H=2, HV=6, seed=23)
     k, beta, cu = inp["k"][0], inp["beta"][0].float().contiguous(), inp["cu_seqlens"]

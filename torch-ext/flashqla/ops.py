@@ -88,11 +88,11 @@ def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     return KKT_MERGE
 
 
-# The fused-inverse variant's pass before chunk_fwd, without the in-kernel norms (FLASHQLA_ROWS_PASS): "kkt" (the
-# default: kkt_solve's rows-only pass, a 128-thread CTA a chunk slot and value head, 23.7 us on 35B-TP1 8192x4 on an
-# H100) or "warps" (flashqla_kernels/factor_rows.py: a warp a chunk slot and value head, the same bits; built and
-# compiled, not yet timed or run on a GPU, so not the default: tests/test_gpu_kernels.py checks it bitwise there).
-ROWS_PASS = _env_choice("FLASHQLA_ROWS_PASS", ("kkt", "warps")) or "kkt"
+# The fused-inverse variant's pass before chunk_fwd, without the in-kernel norms (FLASHQLA_ROWS_PASS): "warps" (the
+# default: flashqla_kernels/factor_rows.py, a warp a chunk slot and value head, the same bits as kkt_solve's rows;
+# session 36, H200: 13.4 against 22.4 us on 35B-TP1 8192x4, spans -2.4%) or "kkt" (kkt_solve's rows-only pass, a
+# 128-thread CTA a chunk slot and value head).
+ROWS_PASS = _env_choice("FLASHQLA_ROWS_PASS", ("kkt", "warps")) or "warps"
 
 # V blocks at which chunk_fwd can form each chunk's inverse itself, so kkt_solve runs as its rows-only pass (the
 # kernels' table, flashqla_kernels/specs.py FUSED_INVERSE_BLOCK_VS, says the same; a test checks it), and whether
