@@ -102,6 +102,9 @@ def main():
     ap.add_argument("--rows", default="quick", help='"quick", "all" or "HEAD/SEQS,HEAD/SEQS,..."')
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
+    ap.add_argument("--warmup", type=int, default=25,
+                    help="do_bench warmup (ms): the card's SM clock climbs for ~0.4 s after an idle gap "
+                         "(results/2026-11-27-h200-s33, smi.csv), so a long warmup times the steady clock")
     ap.add_argument("--host", action="store_true", help="also the host time per call (us), 50 calls without a sync")
     ap.add_argument("--breakdown", action="store_true", help="flashqla: also time kkt_solve alone")
     ap.add_argument("--placements", type=int, default=1,
@@ -134,7 +137,7 @@ def main():
                     inp["_fi"] = run.prep(inp)
                 run(inp)
                 torch.cuda.synchronize()
-                times.append(triton.testing.do_bench(lambda: run(inp), warmup=25, rep=args.rep, return_mode="median"))
+                times.append(triton.testing.do_bench(lambda: run(inp), warmup=args.warmup, rep=args.rep, return_mode="median"))
                 if p + 1 < args.placements:
                     inp = None
             row["ms"] = statistics.median(times)
