@@ -21,7 +21,7 @@ import torch
 import triton
 
 sys.path.insert(0, os.path.dirname(__file__))
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, placed_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, SEQ_LAYOUTS, device_kind, placed_inputs, seq_layout  # noqa: E402
 
 QUICK = [("397B-TP1", "8192x4"), ("397B-TP1", "1024x8"), ("35B-TP1", "8192x4"), ("397B-TP8", "1x8192"),
          ("27B-TP1", "1x32768"), ("2B-TP1", "1024x8")]
@@ -132,7 +132,7 @@ def main():
         row = {"head": head, "seqs": seqs}
         try:
             times = []
-            for p, inp in placed_inputs(H, HV, SEQ_LAYOUTS[seqs], args.placements):
+            for p, inp in placed_inputs(H, HV, seq_layout(seqs), args.placements):
                 if hasattr(run, "prep"):
                     inp["_fi"] = run.prep(inp)
                 run(inp)

@@ -11,6 +11,6 @@ source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
 python -c "import torch, triton, flashinfer; print('torch', torch.__version__, 'triton', triton.__version__, 'flashinfer', flashinfer.__version__)" > "$R/versions.txt" 2>&1
 timeout ${PAIRED_LIMIT:-400} python benchmarks/paired_rows.py --peer flashinfer \
-  --rows ${ROWS:-2B-TP1/1024x8,35B-TP1/8192x4,35B-TP1/1024x8} --placements 2 --rounds 3 --out "$R/paired.json" 2>&1 \
+  --rows ${ROWS:-2B-TP1/1024x8,35B-TP1/8192x4,35B-TP1/1024x8} --placements ${PLACEMENTS:-2} --rounds ${ROUNDS:-3} --out "$R/paired.json" 2>&1 \
   | grep -v Warn | tail -8
 keep

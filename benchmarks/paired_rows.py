@@ -18,7 +18,7 @@ import triton
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_prefill import runner  # noqa: E402
-from grid import HEAD_CONFIGS, SEQ_LAYOUTS, placed_inputs  # noqa: E402
+from grid import HEAD_CONFIGS, placed_inputs, seq_layout  # noqa: E402
 
 
 def main():
@@ -36,7 +36,7 @@ def main():
         head, seqs = row.split("/")
         H, HV = HEAD_CONFIGS[head]
         ratios, times = [], {lib: [] for lib in runs}
-        for p, base in placed_inputs(H, HV, SEQ_LAYOUTS[seqs], args.placements):
+        for p, base in placed_inputs(H, HV, seq_layout(seqs), args.placements):
             inps = {}  # the same tensors; a peer with a prep step gets its prepared views beside them
             for lib, run in runs.items():
                 inps[lib] = dict(base, _fi=run.prep(base)) if hasattr(run, "prep") else base
