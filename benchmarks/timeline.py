@@ -71,11 +71,17 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--states", default="h0,ht", help='which states the forward reads and writes: "h0,ht", "h0", '
                     '"ht" or "none" (a diagnostic of what loading and storing them costs)')
+    ap.add_argument("--lib", default="flashqla", help="flashqla (default) or a peer bench_prefill.py runs "
+                    "(e.g. flashinfer): its kernels after each flush, the same inputs (the peer's prep outside)")
     ap.add_argument("--l2norm", action="store_true", help="q and k normalised inside the kernels "
                     "(use_qk_l2norm_in_kernel=True, as transformers' GDN layers call it)")
     args = ap.parse_args()
     with_h0, with_ht = "h0" in args.states, "ht" in args.states
     import flashqla
+    peer = None
+    if args.lib != "flashqla":
+        from bench_prefill import runner
+        peer = runner(args.lib)
 
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     res = {"device": torch.cuda.get_device_name(), "kind": device_kind(), "torch": torch.__version__, "rows": []}
@@ -87,16 +93,25 @@ def main():
             inp["initial_state"] = None
         if args.l2norm:
             inp["use_qk_l2norm_in_kernel"] = True
+        if peer is not None:  # the grid's inputs and call, as bench_prefill.py times the peer
+            if hasattr(peer, "prep"):
+                inp["_fi"] = peer.prep(inp)
+
+            def call():
+                return peer(inp)
+        else:
+            def call():
+                return flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht)
         for _ in range(5):
-            flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht)
+            call()
         torch.cuda.synchronize()
-        groups = profiled_iterations(lambda: flashqla.chunk_gated_delta_rule(**inp, output_final_state=with_ht),
-                                     flush, args.iters)
+        groups = profiled_iterations(call, flush, args.iters)
         per = {}
-        spans, lead = [], []
+        spans, lead, busy = [], [], []
         for g in groups:
             ks = g["kernels"]
             spans.append(ks[-1][1] + ks[-1][2] - ks[0][1])
+            busy.append(sum(k[2] for k in ks))
             lead.append(ks[0][1] - g["flush_end"])
             for i, (name, start, dur) in enumerate(ks):
                 key = f"{i}:{short(name)}"
@@ -108,8 +123,9 @@ def main():
         med = {k: {"dur_us": statistics.median(v["dur"]),
                    "gap_before_us": statistics.median(v["gap_before"]) if v["gap_before"] else None}
                for k, v in per.items()}
-        out = {"head": head, "seqs": seqs, "states": args.states, "l2norm": args.l2norm, "iters": len(groups),
+        out = {"lib": args.lib, "head": head, "seqs": seqs, "states": args.states, "l2norm": args.l2norm, "iters": len(groups),
                "span_us": statistics.median(spans) if spans else None,
+               "busy_us": statistics.median(busy) if busy else None,
                "flush_to_first_us": statistics.median(lead) if lead else None, "kernels": med}
         res["rows"].append(out)
         print(json.dumps(out), flush=True)
