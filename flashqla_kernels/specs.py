@@ -60,10 +60,7 @@ def kkt_solve_gva_specs() -> list[Spec]:
              for f in KKT_GVA_FETCHES]
             # chunk slots fastest: for more chunk slots than gridDim.y allows (the runtime: ops.kkt_gva_order)
             + [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch=f, grid_order="slots") for d in DTYPES
-               for l2 in (False, True) for f in KKT_GVA_FETCHES]
-            # persistent CTAs, each walking its items with the next item's K in flight (ops.KKT_PERSISTENT)
-            + [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch="per_head", a_store="rows",
-                         persistent=True) for d in DTYPES for l2 in (False, True)])
+               for l2 in (False, True) for f in KKT_GVA_FETCHES])
 
 
 def factor_rows_specs() -> list[Spec]:

@@ -81,20 +81,6 @@ def kkt_gva_order(num_slots: int) -> str:
     return "heads" if KKT_ORDER != "slots" and num_slots <= MAX_GRID_Y else "slots"
 
 
-# kkt_solve_gva as a persistent grid (FLASHQLA_KKT_PERSISTENT=1; flashqla_kernels/kkt_solve_gva.py `persistent`): CTAs_PER_SM
-# CTAs an SM, each walking its (chunk slot, key head) items with the next item's K and table row in flight, A~ stored
-# from registers. Off unless set (session 36: built, not yet timed).
-KKT_PERSISTENT = os.environ.get("FLASHQLA_KKT_PERSISTENT") == "1"
-KKT_PERSISTENT_CTAS_PER_SM = 5  # the kernel's launch bound (96 registers) and ~40 KB of shared memory a CTA
-
-
-def kkt_gva_persistent(num_k_heads: int, num_v_heads: int, num_slots: int) -> bool:
-    """Whether kkt_solve_gva runs as its persistent grid: with FLASHQLA_KKT_PERSISTENT=1, where its factor load is
-    "per_head" (GVA 1-3) and its order "heads"."""
-    return (KKT_PERSISTENT and kkt_gva_fetch(num_k_heads, num_v_heads) == "per_head"
-            and kkt_gva_order(num_slots) == "heads")
-
-
 def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     """The kkt_solve variant that KKT_MERGE selects for these head counts (see KKT_MERGE)."""
     if KKT_MERGE == "auto":
@@ -362,14 +348,6 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     merge = kkt_variant(H, HV) if solve else "mma"
     if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
         b = _binary("factor_rows")
-    elif merge == "gva" and kkt_gva_persistent(H, HV, chunk_table.shape[0]):  # persistent CTAs (kkt_solve_gva.py)
-        from .dispatch import sm_count
-        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, factor_fetch="per_head",
-                    a_store="rows", persistent=True)
-        items = chunk_table.shape[0] * H
-        ctas = min(items, KKT_PERSISTENT_CTAS_PER_SM * sm_count(torch.device("cuda", device_index)))
-        return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
-                           num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0], num_ctas=ctas)
     elif merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
