@@ -103,8 +103,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep (ms)")
     ap.add_argument("--warmup", type=int, default=25,
-                    help="do_bench warmup (ms): the card's SM clock climbs for ~0.4 s after an idle gap "
-                         "(results/2026-11-27-h200-s33, smi.csv), so a long warmup times the steady clock")
+                    help="do_bench warmup (ms). 25 (the grid's): after ~0.5 s of a long row's load an H200 reaches "
+                         "its 700 W cap and its SM clock drops ~12%, so a longer warmup times the capped clock "
+                         "(results/2026-11-27-h200-s36/scaling_probe)")
     ap.add_argument("--host", action="store_true", help="also the host time per call (us), 50 calls without a sync")
     ap.add_argument("--breakdown", action="store_true", help="flashqla: also time kkt_solve alone")
     ap.add_argument("--placements", type=int, default=1,
