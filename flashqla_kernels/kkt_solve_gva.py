@@ -249,6 +249,25 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
         store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
 
+    def solve_registers():
+        """The per-thread registers and fragments of a chunk's solve, allocated in the kernel body that calls it (both
+        kernels below): gf (the gate factors' G), r_f, sc (the cumsum's running sums and shuffled terms), kk_f (K K^T,
+        with the wgmma accumulator's layout stated for `store_s_f16`'s hand-made access), rb_f, cn_f, and the
+        substitution's, stripes' and epilogue's locals."""
+        gf = T.alloc_local((4,), "float32")
+        r_f = T.alloc_local((2,), "float32")
+        sc = T.alloc_local((4,), "float32")
+        kk_f = T.alloc_fragment((C, C), "float32")
+        if stripe_l == "ldsm":
+            T.annotate_layout({kk_f: accumulator_layout(C, C)})
+        rb_f = T.alloc_fragment((C,), "float32")
+        cn_f = T.alloc_fragment((C,), "float32")
+        return (gf, r_f, sc, kk_f, rb_f, cn_f, T.alloc_local((XO_REGS,), "float32"), T.alloc_local((8,), "float32"),
+                T.alloc_local((8 * 4,), "float16"), T.alloc_local((8,), "float16"), T.alloc_local((4,), "float16"),
+                T.alloc_local((8,), "float16"), T.alloc_local((8,), "float32"), T.alloc_local((SUB,), "float32"),
+                T.alloc_local((SUB,), "float32"), T.alloc_local((2,), "float32"), T.alloc_local((2,), "float32"),
+                T.alloc_local((CHUNK // 4 * 2,), dtype))
+
     if not persistent:
         @T.prim_func
         def kkt_solve_gva(
@@ -291,26 +310,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 rn_s = T.alloc_shared((C,), "float32")
                 # the row (per column block) and column factors of the blocks below the diagonal, inside l_s
                 factors = (l_s, rf_at, cf_at) if gate == "factors" else None
-                gf = T.alloc_local((4,), "float32")
-                r_f = T.alloc_local((2,), "float32")
-                sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
-                kk_f = T.alloc_fragment((C, C), "float32")
-                if stripe_l == "ldsm":  # the wgmma accumulator's layout, stated for `store_s_f16`'s hand-made access
-                    T.annotate_layout({kk_f: accumulator_layout(C, C)})
-                rb_f = T.alloc_fragment((C,), "float32")
-                cn_f = T.alloc_fragment((C,), "float32")
-                xo = T.alloc_local((XO_REGS,), "float32")
-                tt = T.alloc_local((8,), "float32")
-                xa = T.alloc_local((8 * 4,), "float16")
-                th = T.alloc_local((8,), "float16")
-                bq = T.alloc_local((4,), "float16")
-                b8 = T.alloc_local((8,), "float16")
-                bf = T.alloc_local((8,), "float32")
-                col = T.alloc_local((SUB,), "float32")
-                cb = T.alloc_local((SUB,), "float32")
-                g_b = T.alloc_local((2,), "float32")
-                col_g = T.alloc_local((2,), "float32")
-                ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype)
+                gf, r_f, sc, kk_f, rb_f, cn_f, xo, tt, xa, th, bq, b8, bf, col, cb, g_b, col_g, ob_s = solve_registers()
                 k_ready = T.alloc_barrier(arrive_count=[32])
                 if pdl:
                     T.pdl_sync()
@@ -436,26 +436,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 gc_s = T.alloc_shared((C,), "float32")
                 rn_s = T.alloc_shared((C,), "float32")
                 factors = (l_s, rf_at, cf_at) if gate == "factors" else None
-                gf = T.alloc_local((4,), "float32")
-                r_f = T.alloc_local((2,), "float32")
-                sc = T.alloc_local((4,), "float32")
-                kk_f = T.alloc_fragment((C, C), "float32")
-                if stripe_l == "ldsm":
-                    T.annotate_layout({kk_f: accumulator_layout(C, C)})
-                rb_f = T.alloc_fragment((C,), "float32")
-                cn_f = T.alloc_fragment((C,), "float32")
-                xo = T.alloc_local((XO_REGS,), "float32")
-                tt = T.alloc_local((8,), "float32")
-                xa = T.alloc_local((8 * 4,), "float16")
-                th = T.alloc_local((8,), "float16")
-                bq = T.alloc_local((4,), "float16")
-                b8 = T.alloc_local((8,), "float16")
-                bf = T.alloc_local((8,), "float32")
-                col = T.alloc_local((SUB,), "float32")
-                cb = T.alloc_local((SUB,), "float32")
-                g_b = T.alloc_local((2,), "float32")
-                col_g = T.alloc_local((2,), "float32")
-                ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype)
+                gf, r_f, sc, kk_f, rb_f, cn_f, xo, tt, xa, th, bq, b8, bf, col, cb, g_b, col_g, ob_s = solve_registers()
                 nx_s = T.alloc_shared((4,), "int32")  # the next item's table row (`table_row_load`)
                 nx_r = T.alloc_local((1,), "int32")  # threads 0..3: one entry of it, in flight
                 cur = T.alloc_local((4,), "int32")  # this item's (t0, t_end, r0, whole)
