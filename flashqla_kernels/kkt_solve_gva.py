@@ -179,6 +179,38 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                                       f16_pair(kk_f, rr, SUB * J + 8 + ct), f16_pair(kk_f, rr + 8, SUB * J + 8 + ct))
 
     @T.macro
+    def mask_s(kk_f, rb_f, cn_f, rn_s, t0, t_end, tx):
+        """K K^T's accumulator to S = strict_lower(K K^T) with the rows past the sequence's end zero; with use_l2norm
+        scaled by 1/||k_i|| 1/||k_j||, the norms from its diagonal (rn_s, written by the diagonal's owners and read by
+        all after a CTA barrier)."""
+        if use_l2norm:  # ||k_i||^2 is the diagonal
+            store_key_norms(kk_f, rn_s, tx)
+            T.sync_threads()  # rn_s written by the diagonal's owners, read by all
+            for i in T.Parallel(C):
+                rb_f[i] = rn_s[i]
+            for j in T.Parallel(C):
+                cn_f[j] = rn_s[j]
+            for i, j in T.Parallel(C, C):
+                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+        else:
+            for i, j in T.Parallel(C, C):
+                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
+
+    @T.macro
+    def store_s(kk_f, l_s, lh, tx):
+        """S into l_s: with stripe_l "ldsm" the diagonal blocks in fp32 (the substitution) and the ones below in fp16
+        (`store_s_f16`), else every block on or below the diagonal in fp32."""
+        if stripe_l == "ldsm":
+            for i, j in T.Parallel(C, C):
+                if j // SUB == i // SUB:
+                    l_s[i, j] = kk_f[i, j]
+            store_s_f16(kk_f, lh, tx)
+        else:
+            for i, j in T.Parallel(C, C):
+                if j // SUB <= i // SUB:
+                    l_s[i, j] = kk_f[i, j]
+
+    @T.macro
     def chunk_cumsum(g_h, gc_h, i, sc):
         """Threads i = 0..63 (two warps): the chunk cumsum of g_h (inclusive) into gc_h in log2 units: both warps
         scan the halves g[0:32] and g[32:64] by shuffles (sc[0], sc[1]: the running sums; sc[2], sc[3]: the
@@ -339,28 +371,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     T.barrier_wait(k_ready[0], 0)
                     T.sync_threads()  # every thread past K's wait before the wgmma, as TileLang's sync pass had it
                     T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
-                    if use_l2norm:  # ||k_i||^2 is the diagonal
-                        store_key_norms(kk_f, rn_s, tx)
-                        T.sync_threads()  # rn_s written by the diagonal's owners, read by all
-                        for i in T.Parallel(C):
-                            rb_f[i] = rn_s[i]
-                        for j in T.Parallel(C):
-                            cn_f[j] = rn_s[j]
-                        for i, j in T.Parallel(C, C):
-                            kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
-                    else:
-                        for i, j in T.Parallel(C, C):
-                            kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
+                    mask_s(kk_f, rb_f, cn_f, rn_s, t0, t_end, tx)
                     T.sync_threads()  # every warp's wgmma has read K before S overwrites it
-                    if stripe_l == "ldsm":  # the diagonal blocks in fp32 (the substitution), the ones below in fp16
-                        for i, j in T.Parallel(C, C):
-                            if j // SUB == i // SUB:
-                                l_s[i, j] = kk_f[i, j]
-                        store_s_f16(kk_f, lh, tx)
-                    else:
-                        for i, j in T.Parallel(C, C):
-                            if j // SUB <= i // SUB:
-                                l_s[i, j] = kk_f[i, j]
+                    store_s(kk_f, l_s, lh, tx)
                     if factor_fetch == "once":
                         if tx < C:  # the factors have had K K^T and S's store to land (the loop's first barrier shares
                             T.ptx_wait_group(0)  # them)
@@ -488,19 +501,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         T.barrier_wait(k_ready[0], it % 2)
                         T.sync_threads()  # every thread past K's wait, and done with the item before (l_s, gc_s, x_s)
                         T.gemm(kb[0:C, :], kb[0:C, :], kk_f, transpose_B=True, clear_accum=True)
-                        if use_l2norm:
-                            store_key_norms(kk_f, rn_s, tx)
-                            T.sync_threads()
-                            for i in T.Parallel(C):
-                                rb_f[i] = rn_s[i]
-                            for j in T.Parallel(C):
-                                cn_f[j] = rn_s[j]
-                            for i, j in T.Parallel(C, C):
-                                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j],
-                                                            0.0)
-                        else:
-                            for i, j in T.Parallel(C, C):
-                                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
+                        mask_s(kk_f, rb_f, cn_f, rn_s, t0, t_end, tx)
                         if tx < 4:  # every thread read this item's row (before K's barrier above)
                             nx_s[tx] = nx_r[0]
                         T.sync_threads()  # every warp's wgmma has read kb; nx_s holds the next item's row
@@ -510,15 +511,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                                 T.tma_copy(k[nx_s[0]:nx_s[0] + C, nhk, :], kb[0:C, :],
                                            barrier=k_ready[0])
                                 T.barrier_arrive(k_ready[0])
-                        if stripe_l == "ldsm":
-                            for i, j in T.Parallel(C, C):
-                                if j // SUB == i // SUB:
-                                    l_s[i, j] = kk_f[i, j]
-                            store_s_f16(kk_f, lh, tx)
-                        else:
-                            for i, j in T.Parallel(C, C):
-                                if j // SUB <= i // SUB:
-                                    l_s[i, j] = kk_f[i, j]
+                        store_s(kk_f, l_s, lh, tx)
                         for hr in T.serial(gva):
                             npar = T.if_then_else(par == 2, 0, par + 1)
                             if tx < C:  # the next head's factors (this item's next head, or the next item's first)
