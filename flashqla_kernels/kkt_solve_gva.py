@@ -445,7 +445,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                 if a_store == "tma":
                     ao_p = T.alloc_shared((C, C), dtype)
                     T.annotate_layout({ao_p: a_tile_layout(ao_p)})
-                fac_s = T.alloc_shared((3, 2, C), "float32")  # beta, g of the heads in slots par, npar (heads counted over items, mod 3)
+                fac_s = T.alloc_shared((3, 2, C), "float32")  # beta, g: slots par, npar (heads mod 3)
                 gc_s = T.alloc_shared((C,), "float32")
                 rn_s = T.alloc_shared((C,), "float32")
                 factors = (l_s, rf_at, cf_at) if gate == "factors" else None
