@@ -333,10 +333,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     raw_s = T.view(x_s, ((C * XS) // (C * MAX_GVA), C, MAX_GVA), "float32")
                     fac_s = None
                 else:
-                    # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
-                    # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
-                    # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
-                    # still in its epilogue on other warps, reads (no CTA barrier at a head's start)
+                    # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive
+                    # by cp.async during this one's solve (through registers, ptxas spilled them and the prefetch
+                    # waited for its loads at once); three slots, so that the prefetch never writes the slot that the
+                    # head before, still in its epilogue on other warps, reads (no CTA barrier at a head's start)
                     fac_s = T.alloc_shared((3, 2, C), "float32")
                 gc_s = T.alloc_shared((C,), "float32")
                 rn_s = T.alloc_shared((C,), "float32")
@@ -431,7 +431,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
         ):
             # items w = cid H + hk (key heads fastest, as grid order "heads"); CTA b takes w = b, b + num_ctas, ...
             with T.Kernel(num_ctas, threads=threads) as b:
-                T.annotate_min_blocks_per_sm(4 if a_store == "tma" else min_blocks_per_sm)  # 48.6 KB: 4 an SM, 128 registers
+                # A~ by TMA: 48.6 KB a CTA, so 4 an SM, and the launch bound gives them 128 registers
+                T.annotate_min_blocks_per_sm(4 if a_store == "tma" else min_blocks_per_sm)
                 kb = T.alloc_shared((C, K), dtype)  # K's tile: the next item's lands while this one is solved
                 l_s = T.alloc_shared((C, C), "float32")  # S (and the gate's factors, as in the one-item kernel)
                 k_v = T.view(l_s, (C, K), dtype)
