@@ -14,9 +14,10 @@ Outputs:
 Tile plan: a grid (S, ceil(HV / warps)) of CTAs of `warps` warps; warp w of CTA (s, b) takes value head
 hv = b warps + w of slot s, lane l its tokens l and 32 + l. The cumsum is kkt_solve_gva's (chunk_inverse
 scan_chunk_halves: both halves scanned inclusively by five warp shuffles, the upper half plus the lower half's total),
-times log2(e): the same operations in the same order as kkt_solve's, so the same bits. One table row and one pair of loads a lane: the rows-only pass of kkt_solve, a
-CTA a (slot, value head) whose life is two dependent global loads, spent 23.7 us on 35B-TP1 8192x4 (H100,
-results/2026-11-27-h100-s35) for ~17 MB of traffic.
+times log2(e): the same operations in the same order as kkt_solve's, so the same bits. One table row and one pair of
+loads a lane: the rows-only pass of kkt_solve, a CTA a (slot, value head) whose life is two dependent global loads,
+spent 23.7 us on 35B-TP1 8192x4 (H100, results/2026-11-27-h100-s35) for ~17 MB of traffic; this pass 13.4 us against
+its 22.4 on an H200 (results/2026-11-27-h200-s36/rows_pass_ab).
 """
 
 import tilelang

@@ -120,8 +120,8 @@ def manual_fences(spec: Spec) -> bool:
 
 def max_shared_carveout(spec: Spec) -> bool:
     """Whether the binary asks for the largest shared-memory carveout (aot.prefer_max_shared_memory): kkt_solve_gva's
-    persistent grid, whose 5 CTAs an SM need ~204 KB (the driver's own choice may hold only 4, and a persistent grid
-    sized for 5 would then run its last CTAs after the others)."""
+    persistent grid, whose CTAs an SM (4 of 48.6 KB with A~ by TMA, 5 of 40.4 KB from registers) need ~200 KB; with
+    fewer resident than the runtime's grid assumes, its last CTAs would run after the others."""
     return spec.kernel == "kkt_solve_gva" and dict(spec.params).get("persistent", False)
 
 

@@ -312,9 +312,10 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int, fus
 # pairs than half the SMs (V block 64 doubles the split path's CTAs) it is far slower. On an H200, whose bandwidth
 # is 1.4x the H100's, it is slower on every length probed (session 36, with factor_rows: 2B-TP1 8 sequences of 256
 # to 4096 tokens +3-6%, 35B-TP1 4 of 512 to 8192 +8-14%; results/2026-11-27-h200-s36/scaling_probe): cards of at
-# least LARGE_CARD_MEMORY keep the split path (large_memory_card, the card's proxy, as for the persistent grid). Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs pairs. Not with the norms of q and k in the
-# kernels (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of spill)
-# and its rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
+# least LARGE_CARD_MEMORY keep the split path (large_memory_card, the card's proxy, as for the persistent grid).
+# Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs pairs. Not with the norms of q and k in the kernels
+# (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of spill) and its
+# rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
 # (results/2026-11-26-h100-s27/fused_l2norm).
 FUSED_INVERSE_MAX_PAIRS_PER_SM = {1: 2, 2: 1}  # by GVA ratio; ratios not listed keep the split path
 

@@ -365,16 +365,15 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     with ROWS_PASS "warps" and no in-kernel norms), per call: k, beta, g, a (any valid pointer without solve) and
     rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
+    grid = {}  # the persistent kkt_solve_gva's CTA count (its grid is a run-time argument)
     if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
         b = _binary("factor_rows")
     elif merge == "gva" and kkt_gva_persistent(H, HV, chunk_table.shape[0]):  # persistent CTAs (kkt_solve_gva.py)
         from .dispatch import sm_count
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, factor_fetch="per_head",
                     a_store=KKT_PERSISTENT_ASTORE, persistent=True)
-        items = chunk_table.shape[0] * H
-        ctas = min(items, KKT_PERSISTENT_CTAS_PER_SM * sm_count(torch.device("cuda", device_index)))
-        return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
-                           num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0], num_ctas=ctas)
+        sms = sm_count(torch.device("cuda", device_index))
+        grid["num_ctas"] = min(chunk_table.shape[0] * H, KKT_PERSISTENT_CTAS_PER_SM * sms)
     elif merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
@@ -382,7 +381,7 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     else:
         b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
-                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
+                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0], **grid)
 
 
 @kernel_op
