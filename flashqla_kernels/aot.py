@@ -108,35 +108,6 @@ __device__ __forceinline__ void flashqla_prefetch_l2(const void* ptr, unsigned i
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(ptr), "r"(bytes) : "memory");
 }
 """,
-    "flashqla_store_block_rows": """
-// A 16 x 16 block of 16-bit values that a warp holds in the mma C-fragment layout (lane (g, t) = (lane / 4,
-// lane % 4): word k = 2 h + q is the pair at row g + 8 h, columns 8 q + 2 t and + 1) stored by rows: the four lanes
-// of a quad exchange words (two shuffle rounds, a 4 x 4 transpose) so that lane t holds row g + 8 (t / 2), columns
-// 8 (t % 2) .. + 7, and writes them by one 16-byte store at row0 (row g of the block, its column 0) + 8 (t / 2) rows
-// + 8 (t % 2) elements, if 8 (t / 2) < rows_left. Every lane of the warp must call it (full-mask shuffles).
-__device__ __forceinline__ void flashqla_store_block_rows(void* row0, long long row_stride_bytes, int rows_left,
-                                                          unsigned w0, unsigned w1, unsigned w2, unsigned w3) {
-  const int t = threadIdx.x & 3;
-  const bool hi = (t & 2) != 0, lo = (t & 1) != 0;
-  // round 1 (lanes t, t ^ 2): keep the two columns 2 hi, 2 hi + 1 of my row, take them of the partner's row
-  const unsigned k0 = hi ? w2 : w0, k1 = hi ? w3 : w1;
-  const unsigned r0 = __shfl_xor_sync(0xffffffffu, hi ? w0 : w2, 2);
-  const unsigned r1 = __shfl_xor_sync(0xffffffffu, hi ? w1 : w3, 2);
-  // round 2 (lanes t, t ^ 1): keep column t of rows t and t ^ 2, take it of rows t ^ 1 and t ^ 3
-  const unsigned m0 = lo ? k1 : k0, m2 = lo ? r1 : r0;
-  const unsigned q1 = __shfl_xor_sync(0xffffffffu, lo ? k0 : k1, 1);
-  const unsigned q3 = __shfl_xor_sync(0xffffffffu, lo ? r0 : r1, 1);
-  // the word of row s sits at d = s ^ t: 0 -> m0, 1 -> q1, 2 -> m2, 3 -> q3
-  uint4 v;
-  v.x = (t == 0) ? m0 : (t == 1) ? q1 : (t == 2) ? m2 : q3;
-  v.y = (t == 1) ? m0 : (t == 0) ? q1 : (t == 3) ? m2 : q3;
-  v.z = (t == 2) ? m0 : (t == 3) ? q1 : (t == 0) ? m2 : q3;
-  v.w = (t == 3) ? m0 : (t == 2) ? q1 : (t == 1) ? m2 : q3;
-  if (8 * (t >> 1) < rows_left) {
-    *reinterpret_cast<uint4*>(static_cast<char*>(row0) + (t >> 1) * 8 * row_stride_bytes + (t & 1) * 16) = v;
-  }
-}
-""",
 }
 
 
@@ -269,21 +240,9 @@ def compile_source(source: str, out_path: Path, fast_math: bool = True, keep_sou
         out_path.with_suffix(".cu").write_text(source)
 
 
-def prefer_max_shared_memory(source: str) -> str:
-    """The generated init() also asks for the largest shared-memory carveout (cudaFuncAttributePreferredSharedMemory-
-    Carveout = 100) for each kernel whose dynamic shared-memory size it sets: a kernel that needs more shared memory
-    an SM than the carveout the driver would pick keeps its occupancy (kkt_solve_gva's persistent grid: 4 CTAs of
-    48.6 KB or 5 of 40.4 KB an SM, sized by the runtime on that assumption)."""
-    size_set = r"(cudaError_t \w+ = cudaFuncSetAttribute\((\w+), cudaFuncAttributeMaxDynamicSharedMemorySize, \d+\);)"
-    return re.sub(size_set, r"\1\n    cudaFuncSetAttribute(\2, cudaFuncAttributePreferredSharedMemoryCarveout, 100);",
-                  source)
-
-
 def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None = None,
-                 manual_fences: bool = False, max_shared_carveout: bool = False) -> CompiledKernel:
+                 manual_fences: bool = False) -> CompiledKernel:
     source = lower_to_source(prim_func, pass_configs, manual_fences)
-    if max_shared_carveout:
-        source = prefer_max_shared_memory(source)
     lib = out_dir / f"{name}.so"
     compile_source(source, lib)
     return CompiledKernel(
@@ -296,8 +255,7 @@ def build_kernel(name: str, prim_func, out_dir: Path, pass_configs: dict | None 
 
 def build_spec(spec, out_dir: Path) -> CompiledKernel:
     """Compile one specialisation of specs.py (its program, lowered with the fence policy the spec asks for)."""
-    from .specs import manual_fences, manual_syncs, max_shared_carveout, program_for
+    from .specs import manual_fences, manual_syncs, program_for
 
     configs = {"tl.disable_thread_storage_sync": True} if manual_syncs(spec) else None
-    return build_kernel(spec.name, program_for(spec), out_dir, pass_configs=configs, manual_fences=manual_fences(spec),
-                        max_shared_carveout=max_shared_carveout(spec))
+    return build_kernel(spec.name, program_for(spec), out_dir, pass_configs=configs, manual_fences=manual_fences(spec))

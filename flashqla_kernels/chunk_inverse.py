@@ -22,7 +22,6 @@ SUB = CHUNK // 4  # diagonal block size; a row stripe is one m16 mma tile high
 TF32_HI = 0xFFFFE000  # the bits a tf32 operand keeps (sign, exponent, 10 mantissa bits)
 TF32_HALF = 0x1000  # half a tf32 unit in the last place: added before masking, rounds to nearest
 XO_REGS = 8 * (CHUNK // SUB - 1)  # registers of a warp's row-stripe blocks (8 a block, three blocks at most)
-PACK16 = {"bfloat16": "__pack_nv_bfloat162", "float16": "__pack_half2"}  # two 16-bit values into 32 bits
 
 
 @T.macro
@@ -338,21 +337,7 @@ def store_row_stripe(x_s, xo, tx):
 
 
 @T.macro
-def store_block_rows(a, o_s, t0, t_end, hv, stride, I, J, gq, dtype):
-    """`gate_row_stripe`'s block (I, J) from o_s (pair m = 4 J + 2 q + h at o_s[2 m]: word k = 2 h + q of
-    `flashqla_store_block_rows`, i.e. m = 4 J, 4 J + 2, 4 J + 1, 4 J + 3 for k = 0..3) to
-    a[t0 + 16 I + row, hv, 16 J + column] (I, J Python ints)."""
-    T.call_extern("handle", "flashqla_store_block_rows", T.address_of(a[t0 + SUB * I + gq, hv, SUB * J]),
-                  stride, t_end - (t0 + SUB * I + gq),
-                  T.call_extern("uint32", PACK16[dtype], o_s[8 * J], o_s[8 * J + 1]),
-                  T.call_extern("uint32", PACK16[dtype], o_s[8 * J + 4], o_s[8 * J + 5]),
-                  T.call_extern("uint32", PACK16[dtype], o_s[8 * J + 2], o_s[8 * J + 3]),
-                  T.call_extern("uint32", PACK16[dtype], o_s[8 * J + 6], o_s[8 * J + 7]))
-
-
-@T.macro
-def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=False, factors=None, r_f=None,
-                    to_global=None):
+def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=False, factors=None, r_f=None):
     """kkt_solve's gated epilogue straight from the row stripes' registers (after `solve_row_stripes`, in place of
     `store_row_stripe` and `gate_rows`): warp I = tx / 32 writes the rows [16 I, 16 I + 16) of
     A~_ij = X_ij exp(G_i - G_j) (j <= i, else 0) in `dtype` to out, lane (g, t) = (lane / 4, lane % 4) the rows g, g + 8
@@ -372,12 +357,7 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
     the blocks below the diagonal are gated as X_ij rf[J, i] cf[j] = X_ij exp2(G_i - G_b) exp2(G_b - G_j) with
     b = 16 J + 15, the last row of column block J
     (both exponents non-positive: i > b >= j), two multiplies an element instead of an exp2; the diagonal blocks as
-    before.
-    to_global (kkt_solve_gva's a_store "rows"): None, or (a, t0, t_end, hv, whole, row_stride_bytes): the rows go
-    straight to a[t0 + i, hv, j] instead of `out` (None then), each 16 x 16 block by `flashqla_store_block_rows` (a
-    shuffle transpose within each quad, one 16-byte store a lane; rows at or past t_end not stored): the blocks on or
-    below the diagonal, and with `whole` (a run-time test: a sequence's first chunk, a_tile.py) the zero blocks above
-    it."""
+    before."""
     wi = tx // 32
     gq = (tx % 32) // 4
     tq = tx % 4
@@ -410,21 +390,9 @@ def gate_row_stripe(x_s, xo, g_buf, out, g_r, g_c, o_s, tx, dtype, diag_only=Fal
                                           g_r[h], g_c[e]), 0.0), dtype)
                             else:
                                 o_s[2 * m + e] = T.cast(0.0, dtype)
-            if to_global is None:
-                for m in T.unroll(CHUNK // 4):  # m = 4 J + 2 q + h
-                    for e in T.vectorized(2):
-                        out[SUB * I + gq + 8 * (m % 2), SUB * (m // 4) + 8 * (m // 2 % 2) + 2 * tq + e] = \
-                            o_s[2 * m + e]
-            else:
-                a, t0, t_end, hv, whole, stride = to_global
-                for J in (0, 1, 2, 3):
-                    if J <= I:
-                        store_block_rows(a, o_s, t0, t_end, hv, stride, I, J, gq, dtype)
-                    else:
-                        if whole:
-                            store_block_rows(a, o_s, t0, t_end, hv, stride, I, J, gq, dtype)
-
-
+            for m in T.unroll(CHUNK // 4):  # m = 4 J + 2 q + h
+                for e in T.vectorized(2):
+                    out[SUB * I + gq + 8 * (m % 2), SUB * (m // 4) + 8 * (m // 2 % 2) + 2 * tq + e] = o_s[2 * m + e]
 
 
 @T.macro

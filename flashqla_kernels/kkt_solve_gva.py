@@ -85,7 +85,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                           chunk_size: int = 64, threads: int = 128, min_blocks_per_sm: int = 5,
                           diag_stride: int = 20, pdl: bool = True, stripe_l: str = "ldsm",
                           gate: str = "factors", factor_fetch: str = "per_head",
-                          grid_order: str = "heads", a_store: str = "tma", persistent: bool = False):
+                          grid_order: str = "heads"):
     """min_blocks_per_sm: the launch bound (65536 / (threads x it) registers a thread). 5 (96 registers, 4 bytes of
     spill) against 6 (80, 16 bytes): kkt_solve -1 to -5% on every row timed, spans -1 to -2% on the many-pair rows,
     outputs bitwise equal (H100, results/2026-11-26-h100-s26/gva5_ab); 7 (72, 40 bytes) was 5% slower than 6 on
@@ -128,25 +128,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     -4.5% on 35B-TP1 8192x4, -3% on 2B-TP1 8192x4 and 1x32768, within +-1% on the other 1024x8 rows; outputs bitwise
     equal (every CTA computes what it did). On the H200, where this kernel is L1-bound rather than DRAM-bound at GVA
     4, less (results/2026-11-27-h200-s31/order_ab): -3% on the long GVA-4 rows (151.8 -> 147.2 us), -12% on 397B-TP4
-    1024x8, -1% on the long GVA-2 rows, +1.5 to +3% on the 1024x8 rows at GVA 1-3; every span within +-0.8%.
-    a_store: how A~ leaves. "tma": the gated blocks into the staging tile ao_s (a_tile.py's layout), then four TMA
-    stores; "rows": from the epilogue's registers, each 16 x 16 block by a shuffle transpose within each quad and one
-    16-byte store a lane (`gate_row_stripe`'s to_global; no staging tile, 8 KB less a CTA; same bits). At one item a
-    CTA "rows" was 0 to +3.5% slower on the H200 (results/2026-11-27-h200-s36/kkt_persistent_ab/split).
-    persistent (with factor_fetch "per_head", grid order "heads"): a grid of num_ctas CTAs (a run-time argument; the
-    runtime: ops.bind_kkt), CTA b taking the items w = b, b + num_ctas, ... (w = chunk slot x H + key head). K lands in
-    a tile of its own (kb), the next item's by TMA right after this item's K K^T; the next item's table row is read by
-    four threads during the wgmma and handed over in nx_s; the next item's first head's beta and g arrive during this
-    item's last head (the three factor slots counted over items). The item's key head, the slots and the item index
-    live in registers (T.alloc_var): written as expressions of the loop variables, TileLang inlined them with their
-    floor-division sign fixes into every use, 4048 SASS instructions against the one-item kernel's 2048, and the
-    first form was 1.7x slower (results/2026-11-27-h200-s36/kkt_persistent_ab); this form has 2632 (A~ by TMA).
-    Why: in the one-item kernel 29% (GVA 1) and 16% (GVA 2) of the warp samples wait on K's TMA and 5-9% on the chunk
-    table's load (Nsight Compute, H200, results/2026-11-27-h200-s36/ncu_kkt_gva12). Not yet timed in this form."""
+    1024x8, -1% on the long GVA-2 rows, +1.5 to +3% on the 1024x8 rows at GVA 1-3; every span within +-0.8%."""
     K, C = head_dim_k, chunk_size
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
-    assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads") and a_store in ("tma", "rows")
-    assert not persistent or (factor_fetch == "per_head" and grid_order == "heads")
+    assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads")
     SUB = C // 4
     XS = diag_stride
     assert XS >= SUB and XS % 2 == 0
@@ -177,38 +162,6 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                                                       SUB * J + 8 * (lane // 16) + sh_offset(I)]),
                                       f16_pair(kk_f, rr, SUB * J + ct), f16_pair(kk_f, rr + 8, SUB * J + ct),
                                       f16_pair(kk_f, rr, SUB * J + 8 + ct), f16_pair(kk_f, rr + 8, SUB * J + 8 + ct))
-
-    @T.macro
-    def mask_s(kk_f, rb_f, cn_f, rn_s, t0, t_end, tx):
-        """K K^T's accumulator to S = strict_lower(K K^T) with the rows past the sequence's end zero; with use_l2norm
-        scaled by 1/||k_i|| 1/||k_j||, the norms from its diagonal (rn_s, written by the diagonal's owners and read by
-        all after a CTA barrier)."""
-        if use_l2norm:  # ||k_i||^2 is the diagonal
-            store_key_norms(kk_f, rn_s, tx)
-            T.sync_threads()  # rn_s written by the diagonal's owners, read by all
-            for i in T.Parallel(C):
-                rb_f[i] = rn_s[i]
-            for j in T.Parallel(C):
-                cn_f[j] = rn_s[j]
-            for i, j in T.Parallel(C, C):
-                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
-        else:
-            for i, j in T.Parallel(C, C):
-                kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
-
-    @T.macro
-    def store_s(kk_f, l_s, lh, tx):
-        """S into l_s: with stripe_l "ldsm" the diagonal blocks in fp32 (the substitution) and the ones below in fp16
-        (`store_s_f16`), else every block on or below the diagonal in fp32."""
-        if stripe_l == "ldsm":
-            for i, j in T.Parallel(C, C):
-                if j // SUB == i // SUB:
-                    l_s[i, j] = kk_f[i, j]
-            store_s_f16(kk_f, lh, tx)
-        else:
-            for i, j in T.Parallel(C, C):
-                if j // SUB <= i // SUB:
-                    l_s[i, j] = kk_f[i, j]
 
     @T.macro
     def chunk_cumsum(g_h, gc_h, i, sc):
@@ -262,285 +215,161 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     @T.macro
     def head_tail(l_s, sh, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
                   factors, r_f, hv, t0, t_end, r0, tx, whole):
-        """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue (a_store
-        "tma": into ao_s once the previous head's bulk store has read it, then A~'s TMA store; "rows": from registers
-        straight to `a`, `gate_row_stripe`'s to_global) and the head's factor rows."""
+        """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
+        ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
         if stripe_l == "ldsm":
             solve_row_stripes_f16_ldsm(sh, x_h, xo, tt, xa, th, bq, bf, b8, tx, beta_h)
         else:
             solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
-        if a_store == "rows":
-            gate_row_stripe(x_h, xo, gc_h, None, g_b, col_g, ob_s, tx, dtype, True, factors, r_f,
-                            (a, t0, t_end, hv, whole, T.cast(num_v_heads, "int64") * (C * 2)))
-        else:
-            T.tma_store_wait()  # the previous head's bulk store has read ao_s
-            T.sync_threads()
-            gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True, factors, r_f)
-            T.fence_proxy_async()
-            T.sync_threads()
-            store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
+        T.tma_store_wait()  # the previous head's bulk store has read ao_s
+        T.sync_threads()
+        gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True, factors, r_f)
+        T.fence_proxy_async()
+        T.sync_threads()
+        store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
         store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
 
-    def solve_registers():
-        """The per-thread registers and fragments of a chunk's solve, allocated in the kernel body that calls it (both
-        kernels below): gf (the gate factors' G), r_f, sc (the cumsum's running sums and shuffled terms), kk_f (K K^T,
-        with the wgmma accumulator's layout stated for `store_s_f16`'s hand-made access), rb_f, cn_f, and the
-        substitution's, stripes' and epilogue's locals."""
-        gf = T.alloc_local((4,), "float32")
-        r_f = T.alloc_local((2,), "float32")
-        sc = T.alloc_local((4,), "float32")
-        kk_f = T.alloc_fragment((C, C), "float32")
-        if stripe_l == "ldsm":
-            T.annotate_layout({kk_f: accumulator_layout(C, C)})
-        rb_f = T.alloc_fragment((C,), "float32")
-        cn_f = T.alloc_fragment((C,), "float32")
-        return (gf, r_f, sc, kk_f, rb_f, cn_f, T.alloc_local((XO_REGS,), "float32"), T.alloc_local((8,), "float32"),
-                T.alloc_local((8 * 4,), "float16"), T.alloc_local((8,), "float16"), T.alloc_local((4,), "float16"),
-                T.alloc_local((8,), "float16"), T.alloc_local((8,), "float32"), T.alloc_local((SUB,), "float32"),
-                T.alloc_local((SUB,), "float32"), T.alloc_local((2,), "float32"), T.alloc_local((2,), "float32"),
-                T.alloc_local((CHUNK // 4 * 2,), dtype))
+    @T.prim_func
+    def kkt_solve_gva(
+        k: T.Tensor((num_tokens, num_k_heads, K), dtype),
+        beta: T.Tensor((num_tokens, num_v_heads), "float32"),
+        g: T.Tensor((num_tokens, num_v_heads), "float32"),
+        chunk_table: T.Tensor((num_slots, 3), "int32"),
+        a: T.Tensor((num_tokens, num_v_heads, C), dtype),
+        rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
+        gva: T.int32,
+    ):
+        with (T.Kernel(num_slots, num_k_heads, threads=threads) if grid_order == "slots" else
+              T.Kernel(num_k_heads, num_slots, threads=threads)) as bids:
+            cid, hk = bids if grid_order == "slots" else bids[::-1]
+            T.annotate_min_blocks_per_sm(min_blocks_per_sm)
+            l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
+            k_v = T.view(l_s, (C, K), dtype)
+            ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
+            T.annotate_layout({ao_s: a_tile_layout(ao_s)})
+            x_s = T.alloc_shared((C, XS), "float32")
+            lh = T.view(l_s, (C, 2 * C), "float16")  # l_s's rows as halves: the fp16 copy of S (`sh_at`)
+            sh = sh_at(lh)
+            if factor_fetch == "once":
+                # every head's beta and g, loaded once in the prologue by one copy a token and tensor into raw_s
+                # (token-major, as in global memory; x_s's space, unused until the first head's substitution) and
+                # spread by their loading threads into l_s's free part (`fac_at`): no shared memory of their own, so
+                # 5 CTAs an SM still fit the 164 KiB carveout (two more tiles of 2.5 KB did not)
+                assert (C * XS) % (C * MAX_GVA) == 0
+                raw_s = T.view(x_s, ((C * XS) // (C * MAX_GVA), C, MAX_GVA), "float32")
+                fac_s = None
+            else:
+                # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive by
+                # cp.async during this one's solve (through registers, ptxas spilled them and the prefetch waited for
+                # its loads at once); three slots, so that the prefetch never writes the slot that the head before,
+                # still in its epilogue on other warps, reads (no CTA barrier at a head's start)
+                fac_s = T.alloc_shared((3, 2, C), "float32")
+            gc_s = T.alloc_shared((C,), "float32")
+            rn_s = T.alloc_shared((C,), "float32")
+            # the row (per column block) and column factors of the blocks below the diagonal, inside l_s
+            factors = (l_s, rf_at, cf_at) if gate == "factors" else None
+            gf = T.alloc_local((4,), "float32")
+            r_f = T.alloc_local((2,), "float32")
+            sc = T.alloc_local((4,), "float32")  # the cumsum's running sums and shuffled terms
+            kk_f = T.alloc_fragment((C, C), "float32")
+            if stripe_l == "ldsm":  # the wgmma accumulator's layout, stated for `store_s_f16`'s hand-made access
+                T.annotate_layout({kk_f: accumulator_layout(C, C)})
+            rb_f = T.alloc_fragment((C,), "float32")
+            cn_f = T.alloc_fragment((C,), "float32")
+            xo = T.alloc_local((XO_REGS,), "float32")
+            tt = T.alloc_local((8,), "float32")
+            xa = T.alloc_local((8 * 4,), "float16")
+            th = T.alloc_local((8,), "float16")
+            bq = T.alloc_local((4,), "float16")
+            b8 = T.alloc_local((8,), "float16")
+            bf = T.alloc_local((8,), "float32")
+            col = T.alloc_local((SUB,), "float32")
+            cb = T.alloc_local((SUB,), "float32")
+            g_b = T.alloc_local((2,), "float32")
+            col_g = T.alloc_local((2,), "float32")
+            ob_s = T.alloc_local((CHUNK // 4 * 2,), dtype)
+            k_ready = T.alloc_barrier(arrive_count=[32])
+            if pdl:
+                T.pdl_sync()
+                T.pdl_trigger()
+            t0 = chunk_table[cid, 0]
+            t_end = chunk_table[cid, 1]
+            r0 = chunk_table[cid, 2]
+            whole = T.alloc_var("int32")  # 1: a sequence's first chunk, whose A~ is stored whole (a_tile.py)
+            whole = T.if_then_else(first_chunk_of_sequence(chunk_table, cid, t0), 1, 0)
+            tx = T.get_thread_binding()
+            ti = tx % C  # the token whose factors this thread loads (threads < C)
 
-    if not persistent:
-        @T.prim_func
-        def kkt_solve_gva(
-            k: T.Tensor((num_tokens, num_k_heads, K), dtype),
-            beta: T.Tensor((num_tokens, num_v_heads), "float32"),
-            g: T.Tensor((num_tokens, num_v_heads), "float32"),
-            chunk_table: T.Tensor((num_slots, 3), "int32"),
-            a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-            rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
-            gva: T.int32,
-        ):
-            with (T.Kernel(num_slots, num_k_heads, threads=threads) if grid_order == "slots" else
-                  T.Kernel(num_k_heads, num_slots, threads=threads)) as bids:
-                cid, hk = bids if grid_order == "slots" else bids[::-1]
-                T.annotate_min_blocks_per_sm(min_blocks_per_sm)
-                l_s = T.alloc_shared((C, C), "float32")  # K's tile, then S (K is dead once K K^T is in registers)
-                k_v = T.view(l_s, (C, K), dtype)
-                ao_s = None
-                if a_store == "tma":
-                    ao_s = T.alloc_shared((C, C), dtype)  # a head's gated inverse before its store
-                    T.annotate_layout({ao_s: a_tile_layout(ao_s)})
-                x_s = T.alloc_shared((C, XS), "float32")
-                lh = T.view(l_s, (C, 2 * C), "float16")  # l_s's rows as halves: the fp16 copy of S (`sh_at`)
-                sh = sh_at(lh)
+            # ("once" holds at most MAX_GVA heads' factors; the runtime takes it at GVA 4 only)
+            if (t0 < t_end) & ((gva <= MAX_GVA) if factor_fetch == "once" else True):
+                if tx < 32:
+                    T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
+                    T.barrier_arrive(k_ready[0])
                 if factor_fetch == "once":
-                    # every head's beta and g, loaded once in the prologue by one copy a token and tensor into raw_s
-                    # (token-major, as in global memory; x_s's space, unused until the first head's substitution) and
-                    # spread by their loading threads into l_s's free part (`fac_at`): no shared memory of their own, so
-                    # 5 CTAs an SM still fit the 164 KiB carveout (two more tiles of 2.5 KB did not)
-                    assert (C * XS) % (C * MAX_GVA) == 0
-                    raw_s = T.view(x_s, ((C * XS) // (C * MAX_GVA), C, MAX_GVA), "float32")
-                    fac_s = None
-                else:
-                    # beta (fac_s[p, 0]) and g (fac_s[p, 1]) of head hr in slot p = hr % 3: the next head's arrive
-                    # by cp.async during this one's solve (through registers, ptxas spilled them and the prefetch
-                    # waited for its loads at once); three slots, so that the prefetch never writes the slot that the
-                    # head before, still in its epilogue on other warps, reads (no CTA barrier at a head's start)
-                    fac_s = T.alloc_shared((3, 2, C), "float32")
-                gc_s = T.alloc_shared((C,), "float32")
-                rn_s = T.alloc_shared((C,), "float32")
-                # the row (per column block) and column factors of the blocks below the diagonal, inside l_s
-                factors = (l_s, rf_at, cf_at) if gate == "factors" else None
-                gf, r_f, sc, kk_f, rb_f, cn_f, xo, tt, xa, th, bq, b8, bf, col, cb, g_b, col_g, ob_s = solve_registers()
-                k_ready = T.alloc_barrier(arrive_count=[32])
-                if pdl:
-                    T.pdl_sync()
-                    T.pdl_trigger()
-                t0 = chunk_table[cid, 0]
-                t_end = chunk_table[cid, 1]
-                r0 = chunk_table[cid, 2]
-                whole = T.alloc_var("int32")  # 1: a sequence's first chunk, whose A~ is stored whole (a_tile.py)
-                whole = T.if_then_else(first_chunk_of_sequence(chunk_table, cid, t0), 1, 0)
-                tx = T.get_thread_binding()
-                ti = tx % C  # the token whose factors this thread loads (threads < C)
-
-                # ("once" holds at most MAX_GVA heads' factors; the runtime takes it at GVA 4 only)
-                if (t0 < t_end) & ((gva <= MAX_GVA) if factor_fetch == "once" else True):
-                    if tx < 32:
-                        T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
-                        T.barrier_arrive(k_ready[0])
-                    if factor_fetch == "once":
-                        if tx < C:  # every head's beta and g (a token past the tensor's end reads its last token's)
-                            fetch_factors(beta, g, raw_s, T.min(t0 + ti, num_tokens - 1), hk * gva, ti, gva)
-                            T.ptx_commit_group()
-                    else:
-                        if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
-                            fetch_head_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
+                    if tx < C:  # every head's beta and g (a token past the tensor's end reads its last token's)
+                        fetch_factors(beta, g, raw_s, T.min(t0 + ti, num_tokens - 1), hk * gva, ti, gva)
                         T.ptx_commit_group()
-                    T.barrier_wait(k_ready[0], 0)
-                    T.sync_threads()  # every thread past K's wait before the wgmma, as TileLang's sync pass had it
-                    T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
-                    mask_s(kk_f, rb_f, cn_f, rn_s, t0, t_end, tx)
-                    T.sync_threads()  # every warp's wgmma has read K before S overwrites it
-                    store_s(kk_f, l_s, lh, tx)
+                else:
+                    if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
+                        fetch_head_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
+                    T.ptx_commit_group()
+                T.barrier_wait(k_ready[0], 0)
+                T.sync_threads()  # every thread past K's wait before the wgmma, as TileLang's sync pass had it
+                T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
+                if use_l2norm:  # ||k_i||^2 is the diagonal
+                    store_key_norms(kk_f, rn_s, tx)
+                    T.sync_threads()  # rn_s written by the diagonal's owners, read by all
+                    for i in T.Parallel(C):
+                        rb_f[i] = rn_s[i]
+                    for j in T.Parallel(C):
+                        cn_f[j] = rn_s[j]
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j] * rb_f[i] * cn_f[j], 0.0)
+                else:
+                    for i, j in T.Parallel(C, C):
+                        kk_f[i, j] = T.if_then_else((j < i) & (t0 + i < t_end), kk_f[i, j], 0.0)
+                T.sync_threads()  # every warp's wgmma has read K before S overwrites it
+                if stripe_l == "ldsm":  # the diagonal blocks in fp32 (the substitution), the ones below in fp16
+                    for i, j in T.Parallel(C, C):
+                        if j // SUB == i // SUB:
+                            l_s[i, j] = kk_f[i, j]
+                    store_s_f16(kk_f, lh, tx)
+                else:
+                    for i, j in T.Parallel(C, C):
+                        if j // SUB <= i // SUB:
+                            l_s[i, j] = kk_f[i, j]
+                if factor_fetch == "once":
+                    if tx < C:  # the factors have had K K^T and S's store to land (the loop's first barrier shares
+                        T.ptx_wait_group(0)  # them)
+                        spread_factors(raw_s, l_s, ti, gva)
+                for hr in T.serial(gva):
                     if factor_fetch == "once":
-                        if tx < C:  # the factors have had K K^T and S's store to land (the loop's first barrier shares
-                            T.ptx_wait_group(0)  # them)
-                            spread_factors(raw_s, l_s, ti, gva)
-                    for hr in T.serial(gva):
-                        if factor_fetch == "once":
-                            par = hr % MAX_GVA  # = hr (hr < gva <= MAX_GVA); bounded, so fac_s's indices stay 32-bit
-                        else:
-                            par = hr % 3
-                            if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
-                                fetch_head_factors(beta, g, fac_s, (hr + 1) % 3, T.min(t0 + ti, num_tokens - 1),
-                                                   hk * gva + hr + 1, ti)
-                            T.ptx_commit_group()  # (an empty group when there is none: one group a head)
-                            T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
-                        T.sync_threads()  # the previous head's readers of gc_s and x_s are done (and, on the first
-                        # head, S is visible)
-                        if factor_fetch == "once":  # this head's beta and g (accessors, chunk_inverse.at)
-                            beta_h = fac_row(l_s, par, 0)
-                            g_h = fac_row(l_s, par, 1)
-                        else:
-                            beta_h = row_of(fac_s, par, 0)
-                            g_h = row_of(fac_s, par, 1)
-                        if tx < C:
-                            diag_block_inverse(l_s, col, ti, beta_h, cb)
-                            store_diag_block(x_s, col, ti, True)
-                        else:  # meanwhile the other 64 threads form the chunk cumsum of g
-                            chunk_cumsum(g_h, gc_s, ti, sc)
-                            if gate == "factors":
-                                block_gate_factors(sc[0], sc[1], sc[2], l_s, rf_at, cf_at, ti, gf)
-                        T.sync_threads()
-                        head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
-                                  col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
-                    T.tma_store_wait()
-
-    @T.macro
-    def table_row_load(chunk_table, cid, row, tx):
-        """Threads 0..3: one entry of chunk slot cid's (t0, t_end, r0, t_end of the slot before or -1) into row[0]
-        (an int32 local; `first_chunk_of_sequence` is then row 3 == row 0)."""
-        if tx < 3:
-            row[0] = chunk_table[cid, tx]
-        elif tx == 3:
-            row[0] = T.if_then_else(cid > 0, chunk_table[T.max(cid - 1, 0), 1], -1)
-
-    if persistent:
-        @T.prim_func
-        def kkt_solve_gva_persistent(
-            k: T.Tensor((num_tokens, num_k_heads, K), dtype),
-            beta: T.Tensor((num_tokens, num_v_heads), "float32"),
-            g: T.Tensor((num_tokens, num_v_heads), "float32"),
-            chunk_table: T.Tensor((num_slots, 3), "int32"),
-            a: T.Tensor((num_tokens, num_v_heads, C), dtype),
-            rows: T.Tensor((factor_rows(use_l2norm), num_v_heads, rows_len), "float32"),
-            gva: T.int32,
-            num_ctas: T.int32,
-        ):
-            # items w = cid H + hk (key heads fastest, as grid order "heads"); CTA b takes w = b, b + num_ctas, ...
-            with T.Kernel(num_ctas, threads=threads) as b:
-                # A~ by TMA: 48.6 KB a CTA, so 4 an SM, and the launch bound gives them 128 registers
-                T.annotate_min_blocks_per_sm(4 if a_store == "tma" else min_blocks_per_sm)
-                kb = T.alloc_shared((C, K), dtype)  # K's tile: the next item's lands while this one is solved
-                l_s = T.alloc_shared((C, C), "float32")  # S (and the gate's factors, as in the one-item kernel)
-                k_v = T.view(l_s, (C, K), dtype)
-                # l_s keeps the layout it has where K's TMA tile lives in it (the one-item kernel): the 128-byte
-                # swizzle, so that the fp16 copy's ldmatrix rows fall on distinct banks (`sh_at`)
-                T.annotate_layout({k_v: tilelang.layout.make_swizzled_layout(k_v)})
-                x_s = T.alloc_shared((C, XS), "float32")
-                lh = T.view(l_s, (C, 2 * C), "float16")
-                sh = sh_at(lh)
-                ao_p = None
-                if a_store == "tma":
-                    ao_p = T.alloc_shared((C, C), dtype)
-                    T.annotate_layout({ao_p: a_tile_layout(ao_p)})
-                fac_s = T.alloc_shared((3, 2, C), "float32")  # beta, g: slots par, npar (heads mod 3)
-                gc_s = T.alloc_shared((C,), "float32")
-                rn_s = T.alloc_shared((C,), "float32")
-                factors = (l_s, rf_at, cf_at) if gate == "factors" else None
-                gf, r_f, sc, kk_f, rb_f, cn_f, xo, tt, xa, th, bq, b8, bf, col, cb, g_b, col_g, ob_s = solve_registers()
-                nx_s = T.alloc_shared((4,), "int32")  # the next item's table row (`table_row_load`)
-                nx_r = T.alloc_local((1,), "int32")  # threads 0..3: one entry of it, in flight
-                cur = T.alloc_local((4,), "int32")  # this item's (t0, t_end, r0, whole)
-                # integer state kept in registers (an expression of the loop variables would be inlined into every
-                # use, with floor-division sign fixes: 4x the integer instructions of the one-item kernel)
-                par = T.alloc_var("int32")  # fac_s's slot of the current head (heads counted over items, mod 3)
-                npar = T.alloc_var("int32")  # the next head's slot
-                hk = T.alloc_var("int32")  # the item's key head
-                nhk = T.alloc_var("int32")  # the next item's key head
-                w = T.alloc_var("int32")  # the item's index
-                k_ready = T.alloc_barrier(arrive_count=[32])
-                if pdl:
-                    T.pdl_sync()
-                    T.pdl_trigger()
-                tx = T.get_thread_binding()
-                ti = tx % C
-                num_items = num_slots * num_k_heads
-                n_items = T.truncdiv(num_items - b + num_ctas - 1, num_ctas)  # b < num_ctas <= num_items
-                par = 0
-                w = b
-                hk = T.truncmod(b, num_k_heads)
-                # the first item: its table row, K and its first head's beta and g
-                table_row_load(chunk_table, T.truncdiv(b, num_k_heads), nx_r, tx)
-                if tx < 4:
-                    nx_s[tx] = nx_r[0]
-                T.sync_threads()
-                if nx_s[0] < nx_s[1]:
-                    if tx < 32:
-                        T.tma_copy(k[nx_s[0]:nx_s[0] + C, hk, :], kb[0:C, :], barrier=k_ready[0])
-                        T.barrier_arrive(k_ready[0])
+                        par = hr % MAX_GVA  # = hr (hr < gva <= MAX_GVA); bounded, so fac_s's indices stay 32-bit
+                    else:
+                        par = hr % 3
+                        if (tx < C) & (hr + 1 < gva):  # the next head's factors, in flight during this head
+                            fetch_head_factors(beta, g, fac_s, (hr + 1) % 3, T.min(t0 + ti, num_tokens - 1),
+                                               hk * gva + hr + 1, ti)
+                        T.ptx_commit_group()  # (an empty group when there is none: one group a head)
+                        T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
+                    T.sync_threads()  # the previous head's readers of gc_s and x_s are done (and, on the first
+                    # head, S is visible)
+                    if factor_fetch == "once":  # this head's beta and g (accessors, chunk_inverse.at)
+                        beta_h = fac_row(l_s, par, 0)
+                        g_h = fac_row(l_s, par, 1)
+                    else:
+                        beta_h = row_of(fac_s, par, 0)
+                        g_h = row_of(fac_s, par, 1)
                     if tx < C:
-                        fetch_head_factors(beta, g, fac_s, 0, T.min(nx_s[0] + ti, num_tokens - 1),
-                                           hk * gva, ti)
-                T.ptx_commit_group()
-                for it in T.serial(n_items):
-                    nhk = T.truncmod(w + num_ctas, num_k_heads)
-                    for e in T.unroll(3):
-                        cur[e] = nx_s[e]
-                    cur[3] = T.if_then_else(nx_s[3] == nx_s[0], 1, 0)  # a sequence's first chunk (a_tile.py)
-                    t0 = cur[0]
-                    t_end = cur[1]
-                    # the next item's table row (threads 0..3), stored to nx_s once K K^T is done: its loads' latency
-                    # passes under the wgmma (chunk slots past the last chunk are empty, t0 = t_end = 0; they come
-                    # last in the table, so a CTA's empty items end its list)
-                    nx_r[0] = 0
-                    if it + 1 < n_items:
-                        table_row_load(chunk_table, T.truncdiv(w + num_ctas, num_k_heads), nx_r, tx)
-                    if t0 < t_end:
-                        T.barrier_wait(k_ready[0], it % 2)
-                        T.sync_threads()  # every thread past K's wait, and done with the item before (l_s, gc_s, x_s)
-                        T.gemm(kb[0:C, :], kb[0:C, :], kk_f, transpose_B=True, clear_accum=True)
-                        mask_s(kk_f, rb_f, cn_f, rn_s, t0, t_end, tx)
-                        if tx < 4:  # every thread read this item's row (before K's barrier above)
-                            nx_s[tx] = nx_r[0]
-                        T.sync_threads()  # every warp's wgmma has read kb; nx_s holds the next item's row
-                        if nx_s[0] < nx_s[1]:  # the next item's K into kb while this one is solved
-                            if tx < 32:
-                                T.fence_proxy_async()
-                                T.tma_copy(k[nx_s[0]:nx_s[0] + C, nhk, :], kb[0:C, :],
-                                           barrier=k_ready[0])
-                                T.barrier_arrive(k_ready[0])
-                        store_s(kk_f, l_s, lh, tx)
-                        for hr in T.serial(gva):
-                            npar = T.if_then_else(par == 2, 0, par + 1)
-                            if tx < C:  # the next head's factors (this item's next head, or the next item's first)
-                                if hr + 1 < gva:
-                                    fetch_head_factors(beta, g, fac_s, npar, T.min(t0 + ti, num_tokens - 1),
-                                                       hk * gva + hr + 1, ti)
-                                elif nx_s[0] < nx_s[1]:
-                                    fetch_head_factors(beta, g, fac_s, npar,
-                                                       T.min(nx_s[0] + ti, num_tokens - 1),
-                                                       nhk * gva, ti)
-                            T.ptx_commit_group()  # one group a head (empty when there is nothing to fetch)
-                            T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
-                            T.sync_threads()  # the previous head's readers of gc_s and x_s are done; S is visible
-                            beta_h = row_of(fac_s, par, 0)
-                            g_h = row_of(fac_s, par, 1)
-                            if tx < C:
-                                diag_block_inverse(l_s, col, ti, beta_h, cb)
-                                store_diag_block(x_s, col, ti, True)
-                            else:
-                                chunk_cumsum(g_h, gc_s, ti, sc)
-                                if gate == "factors":
-                                    block_gate_factors(sc[0], sc[1], sc[2], l_s, rf_at, cf_at, ti, gf)
-                            T.sync_threads()
-                            head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_p, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
-                                      col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, cur[2], tx, cur[3] == 1)
-                            par = npar
-                    w = w + num_ctas
-                    hk = nhk
+                        diag_block_inverse(l_s, col, ti, beta_h, cb)
+                        store_diag_block(x_s, col, ti, True)
+                    else:  # meanwhile the other 64 threads form the chunk cumsum of g
+                        chunk_cumsum(g_h, gc_s, ti, sc)
+                        if gate == "factors":
+                            block_gate_factors(sc[0], sc[1], sc[2], l_s, rf_at, cf_at, ti, gf)
+                    T.sync_threads()
+                    head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
+                              col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
                 T.tma_store_wait()
 
-    return kkt_solve_gva_persistent if persistent else kkt_solve_gva
+    return kkt_solve_gva

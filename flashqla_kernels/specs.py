@@ -60,11 +60,7 @@ def kkt_solve_gva_specs() -> list[Spec]:
              for f in KKT_GVA_FETCHES]
             # chunk slots fastest: for more chunk slots than gridDim.y allows (the runtime: ops.kkt_gva_order)
             + [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch=f, grid_order="slots") for d in DTYPES
-               for l2 in (False, True) for f in KKT_GVA_FETCHES]
-            # persistent CTAs, each walking its items with the next item's K in flight, A~ from registers ("rows") or
-            # by TMA ("tma"); opt-in, not yet timed in this form (ops.KKT_PERSISTENT)
-            + [make_spec("kkt_solve_gva", dtype=d, use_l2norm=l2, factor_fetch="per_head", a_store=st,
-                         persistent=True) for d in DTYPES for l2 in (False, True) for st in ("rows", "tma")])
+               for l2 in (False, True) for f in KKT_GVA_FETCHES])
 
 
 def factor_rows_specs() -> list[Spec]:
@@ -116,13 +112,6 @@ def manual_fences(spec: Spec) -> bool:
     whose two generic-write -> async-proxy handoffs (P to the state's wgmma, o_s to the TMA store) are
     fenced explicitly."""
     return spec.kernel == "chunk_fwd"
-
-
-def max_shared_carveout(spec: Spec) -> bool:
-    """Whether the binary asks for the largest shared-memory carveout (aot.prefer_max_shared_memory): kkt_solve_gva's
-    persistent grid, whose CTAs an SM (4 of 48.6 KB with A~ by TMA, 5 of 40.4 KB from registers) need ~200 KB; with
-    fewer resident than the runtime's grid assumes, its last CTAs would run after the others."""
-    return spec.kernel == "kkt_solve_gva" and dict(spec.params).get("persistent", False)
 
 
 def manual_syncs(spec: Spec) -> bool:

@@ -145,54 +145,6 @@ def test_kkt_gva_grid_orders_agree(monkeypatch, ratio, l2norm):
     assert_kkt_outputs_equal(outs["heads"], outs["slots"], cu)
 
 
-@pytest.mark.parametrize("a_store", ["tma", "rows"])
-@pytest.mark.parametrize("ratio", [1, 2, 3])
-@pytest.mark.parametrize("l2norm", [False, True])
-def test_kkt_gva_persistent_agrees(monkeypatch, a_store, ratio, l2norm):
-    """kkt_solve_gva's persistent grid (ops.KKT_PERSISTENT: CTAs walking their (chunk, key head) items with the next
-    item's K and table row in flight; A~ by TMA or from registers) writes bitwise the A~ and rows of the one-item CTAs:
-    ragged sequences (empty ones, partial chunks, first chunks after another sequence's tokens) with several items a
-    CTA, GVA 1-3, with and without the in-kernel norms."""
-    from flashqla import ops
-    from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_solve
-
-    inp = make_inputs([300, 0, 129, 64, 1, 200] * 60, H=3, HV=3 * ratio, seed=57 + ratio)
-    k, cu = inp["k"][0], inp["cu_seqlens"]
-    beta, g = inp["beta"][0].float().contiguous(), inp["g"][0].float().contiguous()
-    table = chunk_table_for(cu, chunk_offsets_for(cu), k.shape[0])
-    monkeypatch.setattr(ops, "KKT_PERSISTENT_ASTORE", a_store)
-    outs, names = {}, {}
-    for persistent in (False, True):
-        monkeypatch.setattr(ops, "KKT_PERSISTENT", persistent)
-        outs[persistent] = kkt_solve(k, beta, g, table, 3 * ratio, l2norm)
-        launch = ops.bind_kkt(k.dtype, l2norm, True, k.shape[0], 3, 3 * ratio, len(cu) - 1, table, k.device.index)
-        names[persistent] = launch.binary.name
-        if persistent:  # more items than CTAs: each CTA walks several
-            ctas = launch.template[[n for n, _ in launch.binary.arg_ptrs].index("num_ctas")]
-            assert table.shape[0] * 3 > 2 * ctas, (table.shape[0], ctas)
-    assert "persistent-1" in names[True] and f"a_store-{a_store}" in names[True], names
-    assert "persistent" not in names[False], names
-    assert outs[True][0].isfinite().any()
-    assert_kkt_outputs_equal(outs[False], outs[True], cu)
-
-
-def test_forward_with_persistent_kkt_bitwise(monkeypatch):
-    """The split forward (A~ from kkt_solve_gva) with the persistent kkt grid equals the one with one-item CTAs bit for
-    bit, and both the float64 reference (ragged, an empty sequence, GVA 2, strong decay)."""
-    from flashqla import fast_path, ops
-
-    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
-    inp = make_inputs([300, 0, 64, 1, 777, 63] * 4, H=2, HV=4, seed=43)
-    outs = []
-    for persistent in (False, True):
-        monkeypatch.setattr(ops, "KKT_PERSISTENT", persistent)
-        fast_path._PLANS.clear()  # a stored plan keeps the launches it bound
-        outs.append(flashqla.chunk_gated_delta_rule(**inp, output_final_state=True))
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
-    o_ref, ht_ref = oracle(inp, False)
-    assert rel_l2(outs[1][0], o_ref) < TOL and rel_l2(outs[1][1], ht_ref) < TOL
-
-
 @pytest.mark.parametrize("ratio", [1, 4])
 def test_kkt_slot_orders_agree(monkeypatch, ratio):
     """kkt_solve's chunk slots in the chunk-major orders (ops.chunk_table_for) give bitwise the A~ and rows of the

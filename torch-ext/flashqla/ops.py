@@ -81,25 +81,6 @@ def kkt_gva_order(num_slots: int) -> str:
     return "heads" if KKT_ORDER != "slots" and num_slots <= MAX_GRID_Y else "slots"
 
 
-# kkt_solve_gva as a persistent grid (FLASHQLA_KKT_PERSISTENT=1; flashqla_kernels/kkt_solve_gva.py `persistent`): CTAs
-# that walk their (chunk slot, key head) items with the next item's K and table row in flight. Opt-in: its first form
-# was 1.7x slower on the H200 (session 36, results/2026-11-27-h200-s36/kkt_persistent_ab), most of it integer index
-# work inlined into every use; this form keeps that state in registers and is not yet timed.
-# FLASHQLA_KKT_ASTORE: "tma" (A~ through a staging tile, 48.6 KB a CTA: 4 an SM; the default) or "rows" (A~ from
-# registers, 40.4 KB: 5 an SM); FLASHQLA_KKT_PERSISTENT_CTAS sets the CTAs an SM (A/B runs).
-KKT_PERSISTENT = os.environ.get("FLASHQLA_KKT_PERSISTENT") == "1"
-KKT_PERSISTENT_ASTORE = _env_choice("FLASHQLA_KKT_ASTORE", ("tma", "rows")) or "tma"
-KKT_PERSISTENT_CTAS_PER_SM = int(os.environ.get("FLASHQLA_KKT_PERSISTENT_CTAS") or
-                                 (5 if KKT_PERSISTENT_ASTORE == "rows" else 4))
-
-
-def kkt_gva_persistent(num_k_heads: int, num_v_heads: int, num_slots: int) -> bool:
-    """Whether kkt_solve_gva runs as its persistent grid: with FLASHQLA_KKT_PERSISTENT=1, where its factor load is
-    "per_head" (GVA 1-3) and its order "heads"."""
-    return (KKT_PERSISTENT and kkt_gva_fetch(num_k_heads, num_v_heads) == "per_head"
-            and kkt_gva_order(num_slots) == "heads")
-
-
 def kkt_variant(num_k_heads: int, num_v_heads: int) -> str:
     """The kkt_solve variant that KKT_MERGE selects for these head counts (see KKT_MERGE)."""
     if KKT_MERGE == "auto":
@@ -365,15 +346,8 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     with ROWS_PASS "warps" and no in-kernel norms), per call: k, beta, g, a (any valid pointer without solve) and
     rows."""
     merge = kkt_variant(H, HV) if solve else "mma"
-    grid = {}  # the persistent kkt_solve_gva's CTA count (its grid is a run-time argument)
     if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
         b = _binary("factor_rows")
-    elif merge == "gva" and kkt_gva_persistent(H, HV, chunk_table.shape[0]):  # persistent CTAs (kkt_solve_gva.py)
-        from .dispatch import sm_count
-        b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, factor_fetch="per_head",
-                    a_store=KKT_PERSISTENT_ASTORE, persistent=True)
-        sms = sm_count(torch.device("cuda", device_index))
-        grid["num_ctas"] = min(chunk_table.shape[0] * H, KKT_PERSISTENT_CTAS_PER_SM * sms)
     elif merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
@@ -381,7 +355,7 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     else:
         b = _binary("kkt_solve", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, merge=merge, solve=solve)
     return BoundLaunch(b, device_index, chunk_table=chunk_table, gva=HV // H, num_tokens=T, num_k_heads=H,
-                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0], **grid)
+                       num_v_heads=HV, rows_len=rows_len(T, N), num_slots=chunk_table.shape[0])
 
 
 @kernel_op
