@@ -15,7 +15,7 @@ python -c "import torch, flashinfer; print('torch', torch.__version__, 'flashinf
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 for row in ${ROWS:-2B-TP1:1024x8 35B-TP1:8192x4}; do
   head=${row%%:*}; seqs=${row##*:}
-  for v in flashinfer:0 flashqla:0 flashqla:1; do
+  for v in ${LIBS:-flashinfer:0 flashqla:0 flashqla:1}; do
     lib=${v%%:*}; fused=${v##*:}; tag=${lib}_f${fused}_${head}_${seqs}
     NCU_LIB=$lib FLASHQLA_FUSED_INVERSE=$fused timeout 240 "$NCU" --clock-control none --nvtx --nvtx-include "target/" \
       --set full -o "$R/prof_$tag" python benchmarks/ncu_target.py "$head" "$seqs" > "$R/ncu_run_$tag.log" 2>&1
