@@ -2,12 +2,15 @@
 # Nsight Compute (full set) of one forward of FlashInfer and of flashqla (split path, and the fused variant forced) on
 # the same rows (ROWS, "HEAD:SEQS ..."), every kernel of the call (NVTX range "target" of ncu_target.py): what each
 # library's kernels execute (instructions, issue slots, pipes, shared-memory wavefronts, stalls) for the same work.
-# The second of two back-to-back calls: call 1 carries .device-fi/fi.tar.xz and .device-fi/cdsl.part.aa and runs
-# `mkdir -p /tmp/site /tmp/stage && tar -C /tmp/site -xJf .device-fi/fi.tar.xz && cp .device-fi/cdsl.part.aa /tmp/stage/`;
-# this call carries .device-fi/cdsl.part.ab, .device-lean and .device-bins.
+# The third of three back-to-back calls on one warm machine (session 37, results/2026-11-27-h200-s37/README.md):
+#   1. carry .device-fi/cdsl.part.aa: mkdir -p /tmp/site /tmp/stage && cp .device-fi/cdsl.part.aa /tmp/stage/
+#   2. carry .device-fi/cdsl.part.ab: cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -xf -
+#      && rm -f /tmp/stage/cdsl.part.aa
+#   3. carry .device-fi/fi.tar.xz, .device-tvm (apache-tvm-ffi 0.1.12, which FlashInfer imports), .device-lean and
+#      .device-bins: tar -C /tmp/site -xJf .device-fi/fi.tar.xz && tar -C /tmp/site -xJf .device-tvm/site.tar.xz &&
+#      bash benchmarks/device_ncu_peer.sh
+# LIBS (default "flashinfer:0 flashqla:0 flashqla:1"): library:FLASHQLA_FUSED_INVERSE pairs.
 set -uo pipefail
-[ -f /tmp/stage/cdsl.part.aa ] && cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -xf - \
-  && rm -f /tmp/stage/cdsl.part.aa
 tar -C /tmp/site -xJf .device-lean/site.tar.xz
 source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$R/nvidia-smi.txt"
