@@ -2,8 +2,8 @@
 # Nsight Compute (full set, source counters) of one flashqla kernel (KERNEL, a regex; default chunk_fwd) on each row of
 # ROWS ("HEAD:SEQS ..."), under the extra environment of ENV (e.g. "FLASHQLA_FUSED_INVERSE=1"): details and the source
 # page (CUDA and SASS, per-instruction executions and warp samples). Read with benchmarks/ncu_source_lines.py against
-# build/_binaries/<spec>.cu. Carry .device-lean and .device-bins; start with
-# `mkdir -p /tmp/site && tar -C /tmp/site -xJf .device-lean/site.tar.xz`.
+# build/_binaries/<spec>.cu; TAG (default empty) is appended to each file's name. Carry .device-lean and .device-bins;
+# start with `mkdir -p /tmp/site && tar -C /tmp/site -xJf .device-lean/site.tar.xz` (device_ncu_kkt_rows.sh calls it).
 set -uo pipefail
 source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit --format=csv > "$R/nvidia-smi.txt"
@@ -17,6 +17,7 @@ for row in ${ROWS:-2B-TP1:1024x8}; do
   "$NCU" -i "$R/prof_$tag.ncu-rep" --page details > "$R/ncu_details_$tag.txt" 2>&1
   "$NCU" -i "$R/prof_$tag.ncu-rep" --page source --csv --print-source cuda,sass > "$R/src_$tag.csv" 2>"$R/src_$tag.err"
   xz -T0 "$R/src_$tag.csv"; rm -f "$R/prof_$tag.ncu-rep"
-  grep -E "Duration|Executed Instructions  |Issue Slots Busy" "$R/ncu_details_$tag.txt" | head -4
+  grep -E "Duration|L1/TEX Cache Throughput|Executed Ipc A|Issue Slots Busy|No Eligible|Achieved Occupancy|Executed Instructions  " \
+    "$R/ncu_details_$tag.txt" | head -10
   keep
 done
