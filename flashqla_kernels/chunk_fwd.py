@@ -89,6 +89,7 @@ import tilelang.language as T
 from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
                             solve_row_stripes_f16, store_diag_block, store_row_stripe)
 from .a_tile import a_tile_layout, load_a_lower
+from .inverse_regs import gate_lower, invert_diag, merge_32, merge_64, rows_times_upper, store_stripe, XH_STRIDE
 from .kkt_solve import ROW_BETA, ROW_G, ROW_RK, factor_rows
 
 L2NORM_EPS = 1e-6
@@ -122,7 +123,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       fused_inverse: bool | None = None, inverse_tf32x3: bool = False, inverse_f16: bool = True,
                       o_store: str = "stmatrix",
                       prefetch_h0: bool = True, persistent: bool = False, preload_stages: int = 1,
-                      p_on_state: bool | None = None):
+                      p_on_state: bool | None = None, inverse_form: str = "stripes"):
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
@@ -184,6 +185,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # the inverse. A leave-one-out on the H100 (results/2026-11-27-h100-s35/fused_aux_loo) put P's work at 20-25%
     # of the fused chunk_fwd. With use_l2norm P stays on the auxiliary warpgroup (q's row norms are formed there).
     P_ON_STATE = (fused_inverse and not use_l2norm) if p_on_state is None else p_on_state
+    # inverse_form (fused_inverse): "stripes" (`form_inverse`: L in an fp32 tile, chunk_inverse.py's substitution and
+    # row stripes, the gate afterwards, the same bits as kkt_solve "mma16") or "regs" (`form_inverse_regs`:
+    # inverse_regs.py, the gate before the inverse, the row stripes in registers, merges by mma.sync; A~ differs from
+    # kkt_solve's by rounding)
+    assert inverse_form in ("stripes", "regs") and (fused_inverse or inverse_form == "stripes")
+    REGS = fused_inverse and inverse_form == "regs"
     assert not (P_ON_STATE and use_l2norm)
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
@@ -401,6 +408,33 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(a_ready[pb])
 
     @T.macro
+    def form_inverse_regs(k_s, fac_s, xh_s, a_s, kk_f, lr, sr, gr, gcol, bcol, full, p_used, a_ready, seq_start,
+                          seq_end, c, gc, pu, ta):
+        """Auxiliary warpgroup (fused_inverse, inverse_form "regs"), chunk c: A~ = (I + L~)^-1 with the gate in L~
+        (inverse_regs.py) into a_s[c % 2]: K K^T by one wgmma, L~ from its accumulator into registers, the inverse
+        by steps A..D (named barriers INV_BARRIER_ID between them, every cross-warp operand through xh_s), then the
+        row stripes' blocks on or below the diagonal to a_s once the state warpgroups are done with it (chunk c - 2)."""
+        st = gc % NS
+        pb = c % 2
+        t0 = seq_start + c * C
+        T.barrier_wait(full[st], (gc // NS) % 2)
+        T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
+        gate_lower(kk_f, lr, fac_s, st, ROW_G, ROW_BETA, ROW_RK if use_l2norm else None, t0, seq_end, ta, gr, gcol,
+                   bcol)
+        T.sync_threads(INV_BARRIER_ID, 128)  # the previous chunk's readers of xh_s are done
+        invert_diag(lr, sr, xh_s, ta)
+        T.sync_threads(INV_BARRIER_ID, 128)
+        merge_32(lr, sr, xh_s, ta)
+        T.sync_threads(INV_BARRIER_ID, 128)
+        rows_times_upper(lr, xh_s, ta)
+        T.sync_threads(INV_BARRIER_ID, 128)
+        merge_64(sr, xh_s, ta)
+        T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
+        store_stripe(sr, a_s, pb, ta, PACK, dtype)
+        T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
+        T.barrier_arrive(a_ready[pb])
+
+    @T.macro
     def p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
                         p_used, seq_start, seq_end, scale, n_chunks, base, pu0, pu1):
         """Auxiliary warpgroup: P for every chunk of the item, two chunks a step (c % 2, P's buffer, is a constant
@@ -543,7 +577,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             of_s = T.alloc_shared((2, C), acc)       # gamma_r rq_r scale: column factor of S^T Q^T in O^T
             rq_s = T.alloc_shared((C,), acc)         # scale / ||q_r|| (or scale)
             o_s = T.alloc_shared((C, BV), dtype)     # O leaves through shared memory (TMA store)
-            if fused_inverse:
+            if REGS:
+                xh_s = T.alloc_shared((C, XH_STRIDE), "float16")  # the inverse's cross-warp operands (fp16)
+                kk_f = T.alloc_fragment((C, C), acc)
+                T.annotate_layout({kk_f: accumulator_layout(C, C)})  # read by (row, column) in gate_lower
+                lr = T.alloc_local((C * C // 128,), acc)  # L~'s row stripe (inverse_regs.py's register order)
+                sr = T.alloc_local((C * C // 128,), acc)  # the inverse's row stripe
+                gr = T.alloc_local((2,), acc)
+                gcol = T.alloc_local((16,), acc)
+                bcol = T.alloc_local((16,), acc)
+            elif fused_inverse:
                 # L, then the inverse in place (fp32, rows padded to 72 floats: the mma fragments' loads and
                 # stores of a half-warp land on distinct banks)
                 lx_s = T.alloc_shared((C, C + 8), acc)
@@ -571,7 +614,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             # swizzle them so those accesses spread over the banks
             T.annotate_layout({v_s: tilelang.layout.make_swizzled_layout(v_s),
                                o_s: tilelang.layout.make_swizzled_layout(o_s)})
-            if not fused_inverse:
+            if REGS or not fused_inverse:
                 # A~ by SUB-wide column blocks (32-byte swizzle): column block cb is one contiguous region, whose
                 # rows from SUB cb on (the blocks on or below the diagonal) one TMA box fills; the rows above stay
                 # zero (set once below), so kkt_solve neither stores nor this kernel loads A~'s upper blocks
@@ -638,9 +681,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
             tx = T.get_thread_binding()
 
-            if not fused_inverse:
-                # A~'s blocks above the diagonal: zeros for every stage, written once (no TMA box covers them)
-                for s_, i, j in T.Parallel(NS, C, C):
+            if REGS or not fused_inverse:
+                # A~'s blocks above the diagonal: zeros for every stage or buffer, written once (no TMA box and no
+                # stripe store covers them)
+                for s_, i, j in T.Parallel(2 if fused_inverse else NS, C, C):
                     if j // SUB > i // SUB:
                         a_s[s_, i, j] = T.cast(0, dtype)
                 T.fence_proxy_async()  # generic-proxy zeros -> the state warpgroups' wgmma reads
@@ -816,11 +860,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
                                     c = 2 * c2 + par
                                     if c < n_chunks:
-                                        form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo, tt,
-                                                     a_f, b_f, ah, al, bh, bl, xa, th, bq, bf, x_b, g_b, o_b, col_g,
-                                                     full, p_used,
-                                                     a_ready, seq_start, seq_end, c, base + c,
-                                                     pu0 if par == 0 else pu1, tx - ST)
+                                        if REGS:
+                                            form_inverse_regs(k_s, fac_s, xh_s, a_s, kk_f, lr, sr, gr, gcol, bcol,
+                                                              full, p_used, a_ready, seq_start, seq_end, c, base + c,
+                                                              pu0 if par == 0 else pu1, tx - ST)
+                                        else:
+                                            form_inverse(k_s, fac_s, fac_flat, lx_s, a_s, kk_f, rb_f, cn_f, col, xo,
+                                                         tt, a_f, b_f, ah, al, bh, bl, xa, th, bq, bf, x_b, g_b, o_b,
+                                                         col_g, full, p_used, a_ready, seq_start, seq_end, c, base + c,
+                                                         pu0 if par == 0 else pu1, tx - ST)
                                         if P_ON_STATE:  # the stage's last reader here is the inverse's epilogue
                                             T.barrier_arrive(empty[(base + c) % NS])
                                         else:

@@ -75,7 +75,8 @@ PERSISTENT_BLOCK_VS = (128,)  # chunk_fwd has a persistent-grid variant at these
 
 def chunk_fwd_specs() -> list[Spec]:
     """Every V block with A~ from kkt_solve, and at FUSED_INVERSE_BLOCK_VS also the variant that forms it itself
-    (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py), each with a CTA an item; at PERSISTENT_BLOCK_VS also
+    (the runtime picks by FLASHQLA_FUSED_INVERSE, see ops.py), each with a CTA an item, the fused one in both
+    inverse forms ("stripes", unnamed, and "regs"); at PERSISTENT_BLOCK_VS also
     the persistent-grid variant with A~ from kkt_solve (CTAs walking several items, for launches of more items than
     SMs: ops.chunk_fwd_grid)."""
     one_item = [
@@ -85,7 +86,15 @@ def chunk_fwd_specs() -> list[Spec]:
     ]
     persistent = [make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=False, persistent=True)
                   for d in DTYPES for l2 in (False, True) for bv in PERSISTENT_BLOCK_VS]
-    return one_item + persistent
+    # the fused variant with the inverse in registers (inverse_regs.py; the runtime: ops.INVERSE_FORM)
+    regs = [make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=True, persistent=False,
+                      inverse_form="regs")
+            for d in DTYPES for l2 in (False, True) for bv in FUSED_INVERSE_BLOCK_VS]
+    # ... and with P formed by the auxiliary warpgroup after the inverse (p_on_state False; ops.FUSED_P "aux")
+    regs_p_aux = [make_spec("chunk_fwd", dtype=d, use_l2norm=False, block_v=bv, fused_inverse=True, persistent=False,
+                            inverse_form="regs", p_on_state=False)
+                  for d in DTYPES for bv in FUSED_INVERSE_BLOCK_VS]
+    return one_item + persistent + regs + regs_p_aux
 
 
 def recurrent_fwd_specs() -> list[Spec]:

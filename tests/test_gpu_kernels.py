@@ -369,6 +369,66 @@ def test_fused_inverse_equals_kkt_solve_bitwise(monkeypatch, l2norm):
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
+def _regs_inverse(monkeypatch):
+    """The fused variant with its inverse in registers (chunk_fwd inverse_form "regs", ops.INVERSE_FORM)."""
+    from flashqla import ops
+
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
+    monkeypatch.setattr(ops, "FUSED_INVERSE", True)
+    monkeypatch.setattr(ops, "INVERSE_FORM", "regs")
+
+
+@pytest.mark.parametrize("ratio", [1, 2, 3, 4])
+@pytest.mark.parametrize("l2norm", [False, True])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_inverse_regs_matches_float64(monkeypatch, ratio, l2norm, dtype):
+    """The register inverse (gate before the inverse, fp16 merges) against the float64 reference: ragged sequences,
+    an empty one, a partial last chunk, strong decay and zero-decay heads, every GVA ratio, with and without the
+    in-kernel norms, both input dtypes; and no worse than the stripes form on the same inputs by more than 10%."""
+    from flashqla import ops
+
+    _regs_inverse(monkeypatch)
+    inp = make_inputs([130, 0, 64, 1, 257, 63, 700], H=2, HV=2 * ratio, dtype=dtype, l2norm_in_kernel=l2norm,
+                      seed=90 + ratio + 10 * l2norm)
+    o_ref, ht_ref = oracle(inp, l2norm)
+    errs = {}
+    for form in ("regs", "stripes"):
+        monkeypatch.setattr(ops, "INVERSE_FORM", form)
+        o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
+        errs[form] = (rel_l2(o, o_ref), rel_l2(ht, ht_ref))
+    assert max(errs["regs"]) < TOL, errs
+    assert errs["regs"][0] <= 1.1 * errs["stripes"][0] and errs["regs"][1] <= 1.1 * errs["stripes"][1], errs
+
+
+def test_inverse_regs_long_sequence_strong_decay(monkeypatch):
+    _regs_inverse(monkeypatch)
+    inp = make_inputs([8192 + 17, 3000], H=1, HV=2, seed=95)
+    o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    o_ref, ht_ref = oracle(inp, False)
+    assert rel_l2(o, o_ref) < TOL and rel_l2(ht, ht_ref) < TOL
+
+
+def test_inverse_regs_deterministic_and_graph(monkeypatch):
+    """Bitwise equal over repeated runs (a race between the warps' exchange through shared memory would move the
+    bits) and under CUDA graph replay."""
+    _regs_inverse(monkeypatch)
+    inp = make_inputs([300, 0, 129, 1000], H=2, HV=8, seed=96)
+    outs = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True) for _ in range(5)]
+    for o, ht in outs[1:]:
+        assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
+
+
 def test_head_split_equals_whole_launches(monkeypatch):
     """A head split (dispatch.choose_head_split: heads [0, s) at V block 128, the others by a second launch at 64)
     gives on each part's heads bitwise the outputs of a whole launch at that V block, and float64's within TOL

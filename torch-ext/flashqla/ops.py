@@ -116,6 +116,14 @@ def _fused_inverse_setting(value: str) -> Optional[bool]:
 
 
 FUSED_INVERSE = _fused_inverse_setting(os.environ.get("FLASHQLA_FUSED_INVERSE", ""))
+# How the fused variant forms the inverse (FLASHQLA_INVERSE_FORM): "stripes" (chunk_inverse.py's fp32 tile and row
+# stripes; its A~ is bitwise kkt_solve "mma16"'s) or "regs" (flashqla_kernels/inverse_regs.py: the gate before the
+# inverse, the stripes in registers, merges by mma.sync; A~ differs from kkt_solve's by rounding). Both are built.
+INVERSE_FORM = _env_choice("FLASHQLA_INVERSE_FORM", ("stripes", "regs")) or "stripes"
+# Who forms P = (Q K^T) (.) Gamma in the fused variant with the register inverse, without the in-kernel norms
+# (FLASHQLA_FUSED_P): "state" (the state warpgroups, each a half of its columns) or "aux" (the auxiliary warpgroup,
+# after the inverse: chunk_fwd p_on_state False).
+FUSED_P = _env_choice("FLASHQLA_FUSED_P", ("state", "aux")) or "state"
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 # chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
@@ -452,8 +460,11 @@ class ChunkForward:
         # valid pointer stands in, and no per-construction device work (the custom op builds one per call). Kept
         # alive here: the launches hold its address.
         self.seq_table = sequence_table(cu_seqlens) if any(p for _, p in grids) else cu_seqlens
+        form = {"inverse_form": "regs"} if self.fused and INVERSE_FORM == "regs" else {}
+        if form and FUSED_P == "aux" and not use_l2norm:
+            form["p_on_state"] = False
         self.parts = [BoundLaunch(_binary("chunk_fwd", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, block_v=bv,
-                                          fused_inverse=self.fused, persistent=persistent), self.index,
+                                          fused_inverse=self.fused, persistent=persistent, **form), self.index,
                                   cu_seqlens=cu_seqlens, flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T,
                                   num_k_heads=H, num_v_heads=HV, rows_len=rows_len(T, N), num_seqs_p1=N + 1,
                                   seq_table=self.seq_table, num_ctas=ctas)
