@@ -86,10 +86,11 @@ hand-over goes through an mbarrier.
 import tilelang
 import tilelang.language as T
 
-from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, solve_row_stripes,
+from .chunk_inverse import (CHUNK, SUB, XO_REGS, diag_block_inverse, gate_rows, row_of, solve_row_stripes,
                             solve_row_stripes_f16, store_diag_block, store_row_stripe)
 from .a_tile import a_tile_layout, load_a_lower
-from .inverse_regs import gate_lower, invert_diag, merge_32, merge_64, rows_times_upper, store_stripe, XH_STRIDE
+from .inverse_regs import (XH_STRIDE, gate_lower, invert_diag, merge_32, merge_64, rows_times_upper, store_stripe,
+                           tile_of)
 from .kkt_solve import ROW_BETA, ROW_G, ROW_RK, factor_rows
 
 L2NORM_EPS = 1e-6
@@ -419,8 +420,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         t0 = seq_start + c * C
         T.barrier_wait(full[st], (gc // NS) % 2)
         T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
-        gate_lower(kk_f, lr, fac_s, st, ROW_G, ROW_BETA, ROW_RK if use_l2norm else None, t0, seq_end, ta, gr, gcol,
-                   bcol)
+        gate_lower(kk_f, lr, row_of(fac_s, st, ROW_G), row_of(fac_s, st, ROW_BETA),
+                   row_of(fac_s, st, ROW_RK) if use_l2norm else None, t0, seq_end, ta, gr, gcol, bcol)
         T.sync_threads(INV_BARRIER_ID, 128)  # the previous chunk's readers of xh_s are done
         invert_diag(lr, sr, xh_s, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
@@ -430,7 +431,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)
         merge_64(sr, xh_s, ta)
         T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
-        store_stripe(sr, a_s, pb, ta, PACK, dtype)
+        store_stripe(sr, tile_of(a_s, pb), ta, PACK, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
 

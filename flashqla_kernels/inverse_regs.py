@@ -31,7 +31,7 @@ overflow (|L~_ij| <= beta_j ||k_i|| ||k_j||, so this needs keys of norm above ~2
 
 import tilelang.language as T
 
-from .chunk_inverse import CHUNK, SUB
+from .chunk_inverse import CHUNK, SUB, at
 
 
 XH_STRIDE = CHUNK + 8  # halves a row of the fp16 exchange tile xh_s
@@ -43,42 +43,35 @@ def warp_lane(ta):
     return ta // 32, lane, lane // 4, lane % 4
 
 
-def gate_keep(I, q, gq, tq, h, e, t0, seq_end):
-    """Whether element (row 16 I + g + 8 h, column 8 q + 2 t + e) of L~ is kept: j < i (a test only in the diagonal
-    block's tiles, q >= 2 I; I and q are Python ints) and the row inside the sequence."""
-    i = SUB * I + gq + 8 * h
-    inside = t0 + i < seq_end
-    return inside if q < 2 * I else (8 * q + 2 * tq + e < i) & inside
-
-
 @T.macro
-def gate_lower(kk_f, lr, fac_s, st, row_g, row_beta, row_rk, t0, seq_end, ta, gr, gcol, bcol):
+def gate_lower(kk_f, lr, g_at, beta_at, rk_at, t0, seq_end, ta, gr, gcol, bcol):
     """Step 0: L~ of the chunk from K K^T's accumulator kk_f (`accumulator_layout`) into lr[32] (register
     4 q + 2 h + e: row 16 w + g + 8 h, column 8 q + 2 t + e): (K K^T)_ij beta_j exp2(min(G_i - G_j, 0)) for j < i and
-    rows inside the sequence, else 0 (only the tiles that steps A..D read: q <= 2 w + 1). fac_s[st, row, :] holds G (log2 units), beta and, when row_rk is not None,
-    1/||k|| (both the row's and the column's factor then). gr[2], gcol[16], bcol[16]: the rows' and columns' factors."""
+    rows inside the sequence, else 0. g_at, beta_at, rk_at: buffers or accessors (chunk_inverse.at) of the chunk's G
+    (log2 units), beta and, when rk_at is not None, 1/||k|| (both the row's and the column's factor then).
+    gr[2], gcol[16], bcol[16]: the rows' G and the columns' G and column factors."""
     wi, lane, gq, tq = warp_lane(ta)
     for h in T.unroll(2):
-        gr[h] = fac_s[st, row_g, SUB * wi + gq + 8 * h]
+        gr[h] = at(g_at, SUB * wi + gq + 8 * h)
     for q in T.unroll(8):
         for e in T.vectorized(2):
-            gcol[2 * q + e] = fac_s[st, row_g, 8 * q + 2 * tq + e]
+            gcol[2 * q + e] = at(g_at, 8 * q + 2 * tq + e)
         for e in T.vectorized(2):
-            bcol[2 * q + e] = fac_s[st, row_beta, 8 * q + 2 * tq + e]
-    if row_rk is not None:  # 1/||k_j|| on the column factor, 1/||k_i|| on the row's (gr[h] becomes its product)
+            bcol[2 * q + e] = at(beta_at, 8 * q + 2 * tq + e)
+    if rk_at is not None:
         for q in T.unroll(8):
             for e in T.unroll(2):
-                bcol[2 * q + e] = bcol[2 * q + e] * fac_s[st, row_rk, 8 * q + 2 * tq + e]
-    for I in (0, 1, 2, 3):  # warp I forms only its tiles q <= 2 I + 1 (the steps read no tile right of its diagonal
-        if wi == I:  # block); left of that block j < i holds for every element, so only the row's end is tested
-            for q in tuple(range(2 * I + 2)):  # a Python tuple: q static (range would become a TIR loop)
-                for h in T.unroll(2):
-                    for e in T.unroll(2):
-                        lr[4 * q + 2 * h + e] = T.if_then_else(
-                            gate_keep(I, q, gq, tq, h, e, t0, seq_end),
-                            kk_f[SUB * I + gq + 8 * h, 8 * q + 2 * tq + e] * bcol[2 * q + e] *
-                            T.exp2(T.min(gr[h] - gcol[2 * q + e], 0.0)) *
-                            (1.0 if row_rk is None else fac_s[st, row_rk, SUB * I + gq + 8 * h]), 0.0)
+                bcol[2 * q + e] = bcol[2 * q + e] * at(rk_at, 8 * q + 2 * tq + e)
+    # every tile, the same code in every warp: forming only the tiles the warp's steps read (q <= 2 w + 1, a copy of
+    # this loop a warp) made ptxas spill 680 bytes and the fused chunk_fwd 26% slower (session 38, H200)
+    for q in T.unroll(8):
+        for h in T.unroll(2):
+            for e in T.unroll(2):
+                lr[4 * q + 2 * h + e] = T.if_then_else(
+                    (8 * q + 2 * tq + e < SUB * wi + gq + 8 * h) & (t0 + SUB * wi + gq + 8 * h < seq_end),
+                    kk_f[SUB * wi + gq + 8 * h, 8 * q + 2 * tq + e] * bcol[2 * q + e] *
+                    T.exp2(T.min(gr[h] - gcol[2 * q + e], 0.0)) *
+                    (1.0 if rk_at is None else at(rk_at, SUB * wi + gq + 8 * h)), 0.0)
 
 
 @T.macro
@@ -121,11 +114,18 @@ def merge_64(sr, xh_s, ta):
             T.call_extern("handle", "flashqla_inv_rows_lo", T.address_of(sr[0]), I, lane, T.address_of(xh_s[0, 0]))
 
 
+def tile_of(buf, *lead):
+    """The accessor (i, j) -> buf[lead..., i, j] (one C x C tile of buf), for `store_stripe`; built outside any
+    prim_func body, as chunk_inverse.row_of."""
+    return lambda i, j: buf[(*lead, i, j)]
+
+
 @T.macro
-def store_stripe(sr, a_s, pb, ta, pack, dtype):
-    """Step E (every warp): its row stripe's 16 x 16 blocks on or below the diagonal from sr to a_s[pb] in `dtype`
-    (`pack`: the CUDA function packing two values of it into 32 bits), one stmatrix.x4 a block (lane l addresses row
-    l % 8 of matrix l / 8 = (row half, column half)). Rounds to nearest, as T.cast."""
+def store_stripe(sr, tile, ta, pack, dtype):
+    """Step E (every warp): its row stripe's 16 x 16 blocks on or below the diagonal from sr to the A~ tile (`tile`:
+    an accessor, `tile_of`) in `dtype` (`pack`: the CUDA function packing two values of it into 32 bits), one
+    stmatrix.x4 a block (lane l addresses row l % 8 of matrix l / 8 = (row half, column half)). Rounds to nearest, as
+    T.cast."""
     wi, lane, gq, tq = warp_lane(ta)
     for I in (0, 1, 2, 3):
         if wi == I:
@@ -133,7 +133,7 @@ def store_stripe(sr, a_s, pb, ta, pack, dtype):
                 if J <= I:
                     T.call_extern(
                         "handle", "tl::ptx_stmatrix_x4",
-                        T.address_of(a_s[pb, SUB * I + 8 * ((lane // 8) % 2) + lane % 8, SUB * J + 8 * (lane // 16)]),
+                        T.address_of(tile(SUB * I + 8 * ((lane // 8) % 2) + lane % 8, SUB * J + 8 * (lane // 16))),
                         T.call_extern("uint32", pack, T.cast(sr[8 * J], dtype), T.cast(sr[8 * J + 1], dtype)),
                         T.call_extern("uint32", pack, T.cast(sr[8 * J + 2], dtype), T.cast(sr[8 * J + 3], dtype)),
                         T.call_extern("uint32", pack, T.cast(sr[8 * J + 4], dtype), T.cast(sr[8 * J + 5], dtype)),

@@ -356,6 +356,10 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     merge = kkt_variant(H, HV) if solve else "mma"
     if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
         b = _binary("factor_rows")
+    elif merge == "inv_regs":  # kkt_solve_gva's grid, the inverse in registers (kkt_solve_regs.py)
+        order = kkt_gva_order(chunk_table.shape[0])
+        b = _binary("kkt_solve_regs", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
+                    **({"grid_order": order} if order != "heads" else {}))
     elif merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
