@@ -6,6 +6,14 @@ Why: Nsight Compute (H200, results/2026-11-27-h200-s37/ncu_peer) put the "stripe
 an fp32 tile, a 16-step scalar substitution, row stripes of fp16 products, the gate after it from shared memory) at
 ~3600 warp instructions and ~1450 shared wavefronts a chunk, about twice what FlashInfer's kernel spends; the fused
 kernel is latency-bound, its time follows what it executes.
+Measured (session 38): the fused chunk_fwd executes 19.9 M warp instructions instead of 22.1 M on 2B-TP1 1024x8
+(FlashInfer's kernel: 18.8 M) and takes 1-3.5% less time on the H200 (64.6 against 65.4 us there, 408 against 423 us
+on 35B-TP1 8192x4) and on the H100 (407 against 422 us on 35B-TP1 8192x4); outputs within the float64 tests'
+tolerance and no less accurate than the stripes form's (tests/test_gpu_kernels.py). Its steps A..D are now ~5% of the
+kernel's instructions; the gate (an exp2 an element, 32 a thread) ~9.5%. Not kept (results/2026-11-27-h200-s38):
+forming only the tiles a warp reads (per-warp code: 680 bytes of spill, +26%), the gate of the blocks left of the
+diagonal by row and column factors (warp-uniform branches: +19%), and a kkt_solve_gva with this inverse (+12% at GVA
+1 to +31% at GVA 4: more barriers a head, 4 CTAs an SM instead of 5).
 
 Math (C = 64; G the chunk-local cumsum of log decay in log2 units, all exponents non-positive):
     L~_ij = (K K^T)_ij beta_j exp2(G_i - G_j) for j < i (rows past the sequence's end 0), 0 otherwise

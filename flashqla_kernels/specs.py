@@ -63,13 +63,6 @@ def kkt_solve_gva_specs() -> list[Spec]:
                for l2 in (False, True) for f in KKT_GVA_FETCHES])
 
 
-def kkt_solve_regs_specs() -> list[Spec]:
-    """kkt_solve per key head with the inverse in registers (kkt_solve_regs.py; the runtime: FLASHQLA_KKT_MERGE
-    "inv_regs"), key heads fastest and, past 65535 chunk slots, chunk slots fastest."""
-    return [make_spec("kkt_solve_regs", dtype=d, use_l2norm=l2, **({"grid_order": "slots"} if slots else {}))
-            for d in DTYPES for l2 in (False, True) for slots in (False, True)]
-
-
 def factor_rows_specs() -> list[Spec]:
     """The factor rows alone (G, beta) at a warp a (chunk slot, value head) (factor_rows.py): the fused-inverse
     variant's pass without the in-kernel norms (ops.ROWS_PASS "warps", the default; "kkt" takes kkt_solve's rows-only
@@ -97,11 +90,7 @@ def chunk_fwd_specs() -> list[Spec]:
     regs = [make_spec("chunk_fwd", dtype=d, use_l2norm=l2, block_v=bv, fused_inverse=True, persistent=False,
                       inverse_form="regs")
             for d in DTYPES for l2 in (False, True) for bv in FUSED_INVERSE_BLOCK_VS]
-    # ... and with P formed by the auxiliary warpgroup after the inverse (p_on_state False; ops.FUSED_P "aux")
-    regs_p_aux = [make_spec("chunk_fwd", dtype=d, use_l2norm=False, block_v=bv, fused_inverse=True, persistent=False,
-                            inverse_form="regs", p_on_state=False)
-                  for d in DTYPES for bv in FUSED_INVERSE_BLOCK_VS]
-    return one_item + persistent + regs + regs_p_aux
+    return one_item + persistent + regs
 
 
 def recurrent_fwd_specs() -> list[Spec]:
@@ -118,7 +107,7 @@ def layer_specs() -> list[Spec]:
 
 
 def all_specs() -> list[Spec]:
-    return (kkt_solve_specs() + kkt_solve_gva_specs() + kkt_solve_regs_specs() + factor_rows_specs() + chunk_fwd_specs() + layer_specs()
+    return (kkt_solve_specs() + kkt_solve_gva_specs() + factor_rows_specs() + chunk_fwd_specs() + layer_specs()
             + recurrent_fwd_specs())
 
 
@@ -138,7 +127,7 @@ def manual_syncs(spec: Spec) -> bool:
     producer's loads every chunk. The kernel's own named barriers: o_s (state warpgroups) and rq_s (auxiliary).
     And kkt_solve_gva, whose factor prefetch into one of three slots needs no barrier at a head's start, where the
     pass, unable to tell the slots apart, put one; the kernel writes out the barriers it needs."""
-    return spec.kernel in ("chunk_fwd", "kkt_solve_gva", "kkt_solve_regs")
+    return spec.kernel in ("chunk_fwd", "kkt_solve_gva")
 
 
 def program_for(spec: Spec):
@@ -149,9 +138,6 @@ def program_for(spec: Spec):
     if spec.kernel == "kkt_solve_gva":
         from .kkt_solve_gva import kkt_solve_gva_program
         return kkt_solve_gva_program(**spec.kwargs())
-    if spec.kernel == "kkt_solve_regs":
-        from .kkt_solve_regs import kkt_solve_regs_program
-        return kkt_solve_regs_program(**spec.kwargs())
     if spec.kernel == "factor_rows":
         from .factor_rows import factor_rows_program
         return factor_rows_program(**spec.kwargs())

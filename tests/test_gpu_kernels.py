@@ -62,7 +62,7 @@ def _needs_kernels(kernels_ready):
     pass
 
 
-@pytest.mark.parametrize("merge", ["regs", "tc", "mma", "mma16", "gva", "inv_regs"])
+@pytest.mark.parametrize("merge", ["regs", "tc", "mma", "mma16", "gva"])
 def test_kkt_solve_matches_float64(monkeypatch, merge):
     from flashqla import ops
     from flashqla.ops import chunk_offsets_for, chunk_table_for, kkt_solve
@@ -354,12 +354,14 @@ def test_cuda_graph_capture(monkeypatch, block_v):
 
 @pytest.mark.parametrize("l2norm", [False, True])
 def test_fused_inverse_equals_kkt_solve_bitwise(monkeypatch, l2norm):
-    """chunk_fwd's own inverse (fused_inverse) runs kkt_solve's operations in the same order, so the forward's
-    outputs equal those with A~ from kkt_solve bit for bit (ragged, an empty sequence, GVA 2, strong decay)."""
+    """chunk_fwd's own inverse (fused_inverse, inverse_form "stripes") runs kkt_solve's operations in the same order,
+    so the forward's outputs equal those with A~ from kkt_solve bit for bit (ragged, an empty sequence, GVA 2, strong
+    decay)."""
     from flashqla import ops
 
     monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
     monkeypatch.setattr(ops, "KKT_MERGE", "mma16")  # the twin: kkt_solve's row stripes in fp16 mma, as the fused one
+    monkeypatch.setattr(ops, "INVERSE_FORM", "stripes")  # (the register inverse gates before inverting: other bits)
     inp = make_inputs([300, 0, 64, 1, 777, 63], H=2, HV=4, l2norm_in_kernel=l2norm, seed=29)
     outs = []
     for fused in (True, False):
@@ -398,47 +400,6 @@ def test_inverse_regs_matches_float64(monkeypatch, ratio, l2norm, dtype):
         errs[form] = (rel_l2(o, o_ref), rel_l2(ht, ht_ref))
     assert max(errs["regs"]) < TOL, errs
     assert errs["regs"][0] <= 1.1 * errs["stripes"][0] and errs["regs"][1] <= 1.1 * errs["stripes"][1], errs
-
-
-@pytest.mark.parametrize("ratio", [1, 2])
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_inverse_regs_p_on_aux_matches_float64(monkeypatch, ratio, dtype):
-    """The register inverse with P formed by the auxiliary warpgroup after it (ops.FUSED_P "aux"): against the float64
-    reference, and bitwise the same outputs over repeated runs."""
-    from flashqla import ops
-
-    _regs_inverse(monkeypatch)
-    monkeypatch.setattr(ops, "FUSED_P", "aux")
-    inp = make_inputs([130, 0, 64, 1, 257, 63, 700], H=2, HV=2 * ratio, dtype=dtype, seed=97 + ratio)
-    o_ref, ht_ref = oracle(inp, False)
-    outs = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True) for _ in range(3)]
-    assert rel_l2(outs[0][0], o_ref) < TOL and rel_l2(outs[0][1], ht_ref) < TOL
-    for o, ht in outs[1:]:
-        assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
-
-
-@pytest.mark.parametrize("ratio", [1, 2, 3, 4, 8])
-@pytest.mark.parametrize("l2norm", [False, True])
-def test_kkt_inverse_regs_forward_matches_float64(monkeypatch, ratio, l2norm):
-    """The split path with kkt_solve_regs (FLASHQLA_KKT_MERGE "inv_regs") against the float64 reference on ragged
-    sequences (an empty one, partial chunks, strong decay, zero-decay heads), every GVA ratio, with and without the
-    in-kernel norms; no worse than kkt_solve_gva's on the same inputs by more than 10%; bitwise repeatable."""
-    from flashqla import ops
-
-    monkeypatch.setenv("FLASHQLA_BLOCK_V", "128")
-    monkeypatch.setattr(ops, "FUSED_INVERSE", False)
-    inp = make_inputs([130, 0, 64, 1, 257, 63, 700], H=2, HV=2 * ratio, l2norm_in_kernel=l2norm,
-                      seed=120 + ratio + 10 * l2norm)
-    o_ref, ht_ref = oracle(inp, l2norm)
-    errs = {}
-    for merge in ("inv_regs", "gva"):
-        monkeypatch.setattr(ops, "KKT_MERGE", merge)
-        outs = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True, use_qk_l2norm_in_kernel=l2norm)
-                for _ in range(2)]
-        assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
-        errs[merge] = (rel_l2(outs[0][0], o_ref), rel_l2(outs[0][1], ht_ref))
-    assert max(errs["inv_regs"]) < TOL, errs
-    assert errs["inv_regs"][0] <= 1.1 * errs["gva"][0] and errs["inv_regs"][1] <= 1.1 * errs["gva"][1], errs
 
 
 def test_inverse_regs_long_sequence_strong_decay(monkeypatch):

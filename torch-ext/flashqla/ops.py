@@ -116,14 +116,12 @@ def _fused_inverse_setting(value: str) -> Optional[bool]:
 
 
 FUSED_INVERSE = _fused_inverse_setting(os.environ.get("FLASHQLA_FUSED_INVERSE", ""))
-# How the fused variant forms the inverse (FLASHQLA_INVERSE_FORM): "stripes" (chunk_inverse.py's fp32 tile and row
-# stripes; its A~ is bitwise kkt_solve "mma16"'s) or "regs" (flashqla_kernels/inverse_regs.py: the gate before the
-# inverse, the stripes in registers, merges by mma.sync; A~ differs from kkt_solve's by rounding). Both are built.
-INVERSE_FORM = _env_choice("FLASHQLA_INVERSE_FORM", ("stripes", "regs")) or "stripes"
-# Who forms P = (Q K^T) (.) Gamma in the fused variant with the register inverse, without the in-kernel norms
-# (FLASHQLA_FUSED_P): "state" (the state warpgroups, each a half of its columns) or "aux" (the auxiliary warpgroup,
-# after the inverse: chunk_fwd p_on_state False).
-FUSED_P = _env_choice("FLASHQLA_FUSED_P", ("state", "aux")) or "state"
+# How the fused variant forms the inverse (FLASHQLA_INVERSE_FORM): "regs" (the default: flashqla_kernels/
+# inverse_regs.py, the gate before the inverse, the row stripes in registers, merges by mma.sync; the fused chunk_fwd
+# -1 to -3.5% against "stripes" on the H200 and the H100, session 38, results/2026-11-27-h200-s38/regs_ab1,
+# results/2026-11-27-h100-s38/regs_ab; A~ differs from kkt_solve's by rounding) or "stripes" (chunk_inverse.py's fp32
+# tile and row stripes; its A~ is bitwise kkt_solve "mma16"'s, the fused/split twin test's form). Both are built.
+INVERSE_FORM = _env_choice("FLASHQLA_INVERSE_FORM", ("stripes", "regs")) or "regs"
 # the V block of the second launch of a head split (chunk_fwd's head_split)
 HEAD_SPLIT_BLOCK_V = 64
 # chunk_fwd's grid: a persistent one (one CTA an SM, each walking several (sequence, head, V block) items) when the
@@ -356,10 +354,6 @@ def bind_kkt(dtype: torch.dtype, use_l2norm: bool, solve: bool, T: int, H: int, 
     merge = kkt_variant(H, HV) if solve else "mma"
     if not solve and not use_l2norm and ROWS_PASS == "warps":  # rows only (factor_rows.py): beta, g and the table
         b = _binary("factor_rows")
-    elif merge == "inv_regs":  # kkt_solve_gva's grid, the inverse in registers (kkt_solve_regs.py)
-        order = kkt_gva_order(chunk_table.shape[0])
-        b = _binary("kkt_solve_regs", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
-                    **({"grid_order": order} if order != "heads" else {}))
     elif merge == "gva":  # one CTA per key head and chunk (kkt_solve_gva.py)
         order = kkt_gva_order(chunk_table.shape[0])
         b = _binary("kkt_solve_gva", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm,
@@ -465,8 +459,6 @@ class ChunkForward:
         # alive here: the launches hold its address.
         self.seq_table = sequence_table(cu_seqlens) if any(p for _, p in grids) else cu_seqlens
         form = {"inverse_form": "regs"} if self.fused and INVERSE_FORM == "regs" else {}
-        if form and FUSED_P == "aux" and not use_l2norm:
-            form["p_on_state"] = False
         self.parts = [BoundLaunch(_binary("chunk_fwd", dtype=_DTYPE_NAME[dtype], use_l2norm=use_l2norm, block_v=bv,
                                           fused_inverse=self.fused, persistent=persistent, **form), self.index,
                                   cu_seqlens=cu_seqlens, flags=flags, hv_base=hv_base, launch_heads=heads, num_tokens=T,
