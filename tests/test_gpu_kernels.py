@@ -334,14 +334,12 @@ def test_deterministic_bitwise(monkeypatch, block_v):
         assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
 
 
-@pytest.mark.parametrize("block_v", ["128", "64"])
-def test_cuda_graph_capture(monkeypatch, block_v):
-    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
-    inp = make_inputs([300, 0, 129], H=2, HV=4, seed=13)
-    eager = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+def graph_replayed_forward(inp):
+    """The forward on inp captured in a CUDA graph (after a warm-up on a side stream that loads the binaries and fills
+    the cu_seqlens cache) and replayed once: its (o, final state)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up (loads binaries, fills the cu_seqlens cache)
+    with torch.cuda.stream(s):
         flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
     torch.cuda.current_stream().wait_stream(s)
     graph = torch.cuda.CUDAGraph()
@@ -349,6 +347,15 @@ def test_cuda_graph_capture(monkeypatch, block_v):
         o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
     graph.replay()
     torch.cuda.synchronize()
+    return o, ht
+
+
+@pytest.mark.parametrize("block_v", ["128", "64"])
+def test_cuda_graph_capture(monkeypatch, block_v):
+    monkeypatch.setenv("FLASHQLA_BLOCK_V", block_v)
+    inp = make_inputs([300, 0, 129], H=2, HV=4, seed=13)
+    eager = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
+    o, ht = graph_replayed_forward(inp)
     assert torch.equal(o, eager[0]) and torch.equal(ht, eager[1])
 
 
@@ -418,16 +425,7 @@ def test_inverse_regs_deterministic_and_graph(monkeypatch):
     outs = [flashqla.chunk_gated_delta_rule(**inp, output_final_state=True) for _ in range(5)]
     for o, ht in outs[1:]:
         assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        o, ht = flashqla.chunk_gated_delta_rule(**inp, output_final_state=True)
-    graph.replay()
-    torch.cuda.synchronize()
+    o, ht = graph_replayed_forward(inp)
     assert torch.equal(o, outs[0][0]) and torch.equal(ht, outs[0][1])
 
 
