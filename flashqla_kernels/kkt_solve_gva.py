@@ -115,9 +115,20 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     shared wavefronts a CTA at GVA 4, with L1/TEX at 82%), so "once" has a quarter of them at GVA 4. Measured
     against "per_head" (H200, results/2026-11-26-h200-s30/fac_once_ab2, timeline, two passes): kkt_solve_gva -3 to
     -6% at GVA 4 (reference row 161.4 -> 153.2 us), +1.5 to +3.5% at GVA 2, +9 to +10% at GVA 1 and 3; the runtime
-    takes "once" at GVA 4 only (ops.kkt_gva_fetch: fac_once_ab3, reference row 161.1 -> 153.1 us, the other ratios
+    took "once" at GVA 4 only (ops.kkt_gva_fetch: fac_once_ab3, reference row 161.1 -> 153.1 us, the other ratios
     unchanged). Outputs bitwise equal. "once" keeps its tiles in x_s's and l_s's free space (`fac_at`): against two
     tiles of its own (2.5 KB more a CTA) kkt_solve_gva -0.5 to -1.5% on the long GVA-4 rows (fac_in_ls_ab).
+    With "once" a head costs two CTA barriers instead of four (`two_barriers`): no barrier at a head's start (the
+    previous head's last one follows every read of x_s, gc_s and the gate factors, since its factor rows are stored
+    before it) and none before the gate (the previous head's bulk store is waited for before the barrier that
+    publishes the diagonal inverses). Measured on H200 against four (results/2026-11-27-h200-s39/kkt_barriers_ab1,
+    timeline, two passes): kkt_solve_gva -4.6% on the reference row (147.7 -> 140.9 us), -2 to -4% on 397B-TP4
+    1024x8; outputs bitwise equal. With "per_head" the same structure (the next head's factors waited for before
+    that last barrier) was 1.5 to 5% slower at GVA 1-3, and with two heads of prefetch and the factor rows stored
+    by the cumsum threads (kkt_barriers_ab2) -1% at GVA 2, +1 to +2% at GVA 1 and 3, so "per_head" keeps four.
+    "once" with two barriers against "per_head" with four (kkt_barriers_ab3): -4% at GVA 2 (35B-TP1 8192x4 100.2 ->
+    96.3 us, 35B-TP1 1024x8 33.0 -> 31.7), -0.4% at GVA 4, +0.5% at GVA 3, +8% at GVA 1, so the runtime now takes
+    "once" at GVA 2 and 4.
     grid_order: the launch order of the CTAs. "heads": grid (H, S), key heads fastest, so the H CTAs of a chunk slot
     run together and their loads and stores cover contiguous memory (K's rows of all key heads, beta's and g's rows
     of all value heads, A~'s rows of all value heads: a 256-byte K row, a 4-byte beta a CTA otherwise, each in another
@@ -130,6 +141,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     4, less (results/2026-11-27-h200-s31/order_ab): -3% on the long GVA-4 rows (151.8 -> 147.2 us), -12% on 397B-TP4
     1024x8, -1% on the long GVA-2 rows, +1.5 to +3% on the 1024x8 rows at GVA 1-3; every span within +-0.8%."""
     K, C = head_dim_k, chunk_size
+    two_barriers = factor_fetch == "once"
     assert stripe_l in ("ldsm", "lds") and gate in ("factors", "exp2") and factor_fetch in ("per_head", "once")
     assert C == CHUNK and threads == 2 * C and grid_order in ("slots", "heads")
     SUB = C // 4
@@ -216,18 +228,25 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     def head_tail(l_s, sh, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
                   factors, r_f, hv, t0, t_end, r0, tx, whole):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
-        ao_s (once the previous head's bulk store has read it), A~'s store and the head's factor rows."""
+        ao_s, A~'s store and the head's factor rows. With `two_barriers` (see the program's docstring) the caller
+        has waited for the previous head's bulk store before the barrier that published x_h and gc_h, and the factor
+        rows go before the barrier that ends the head, so that every read of x_h and gc_h precedes it; otherwise the
+        previous head's bulk store is waited for here, behind a barrier of its own."""
         if stripe_l == "ldsm":
             solve_row_stripes_f16_ldsm(sh, x_h, xo, tt, xa, th, bq, bf, b8, tx, beta_h)
         else:
             solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
-        T.tma_store_wait()  # the previous head's bulk store has read ao_s
-        T.sync_threads()
+        if not two_barriers:
+            T.tma_store_wait()  # the previous head's bulk store has read ao_s
+            T.sync_threads()
         gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True, factors, r_f)
+        if two_barriers:
+            store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
         T.fence_proxy_async()
         T.sync_threads()
         store_a_lower(ao_s, a, t0, t_end, hv, whole)  # a_tile.py
-        store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
+        if not two_barriers:
+            store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
 
     @T.prim_func
     def kkt_solve_gva(
@@ -300,7 +319,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
             tx = T.get_thread_binding()
             ti = tx % C  # the token whose factors this thread loads (threads < C)
 
-            # ("once" holds at most MAX_GVA heads' factors; the runtime takes it at GVA 4 only)
+            # ("once" holds at most MAX_GVA heads' factors; the runtime takes it at GVA 2 and 4)
             if (t0 < t_end) & ((gva <= MAX_GVA) if factor_fetch == "once" else True):
                 if tx < 32:
                     T.tma_copy(k[t0:t0 + C, hk, :], k_v[0:C, :], barrier=k_ready[0])
@@ -339,9 +358,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         if j // SUB <= i // SUB:
                             l_s[i, j] = kk_f[i, j]
                 if factor_fetch == "once":
-                    if tx < C:  # the factors have had K K^T and S's store to land (the loop's first barrier shares
-                        T.ptx_wait_group(0)  # them)
+                    if tx < C:  # the factors have had K K^T and S's store to land
+                        T.ptx_wait_group(0)
                         spread_factors(raw_s, l_s, ti, gva)
+                    T.sync_threads()  # S and every head's factors visible (two_barriers: no barrier at a head's start)
                 for hr in T.serial(gva):
                     if factor_fetch == "once":
                         par = hr % MAX_GVA  # = hr (hr < gva <= MAX_GVA); bounded, so fac_s's indices stay 32-bit
@@ -352,8 +372,9 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                                                hk * gva + hr + 1, ti)
                         T.ptx_commit_group()  # (an empty group when there is none: one group a head)
                         T.ptx_wait_group(1)  # this head's group, committed a head earlier, has landed
-                    T.sync_threads()  # the previous head's readers of gc_s and x_s are done (and, on the first
-                    # head, S is visible)
+                    if not two_barriers:
+                        T.sync_threads()  # the previous head's readers of gc_s and x_s are done (and, on the first
+                        # head, S is visible)
                     if factor_fetch == "once":  # this head's beta and g (accessors, chunk_inverse.at)
                         beta_h = fac_row(l_s, par, 0)
                         g_h = fac_row(l_s, par, 1)
@@ -367,6 +388,8 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         chunk_cumsum(g_h, gc_s, ti, sc)
                         if gate == "factors":
                             block_gate_factors(sc[0], sc[1], sc[2], l_s, rf_at, cf_at, ti, gf)
+                    if two_barriers:
+                        T.tma_store_wait()  # the previous head's bulk store has read ao_s (its issuing thread)
                     T.sync_threads()
                     head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
                               col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)

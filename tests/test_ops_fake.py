@@ -361,8 +361,9 @@ def test_kkt_variant_by_head_sharing(monkeypatch):
     assert ops.kkt_variant(16, 64) == "mma"
     built = {s.kwargs().get("merge", s.kernel) for s in specs.kkt_solve_specs() + specs.kkt_solve_gva_specs()}
     assert {"mma16", "kkt_solve_gva"} <= built
-    # kkt_solve_gva's factor loads: all heads' at once at GVA 4 only; both forms built
-    assert [ops.kkt_gva_fetch(16, hv) for hv in (16, 32, 48, 64, 128)] == ["per_head"] * 3 + ["once", "per_head"]
+    # kkt_solve_gva's factor loads: all heads' at once at GVA 2 and 4; both forms built
+    assert [ops.kkt_gva_fetch(16, hv) for hv in (16, 32, 48, 64, 128)] == ["per_head", "once", "per_head", "once",
+                                                                             "per_head"]
     assert {s.kwargs()["factor_fetch"] for s in specs.kkt_solve_gva_specs()} == set(specs.KKT_GVA_FETCHES)
     assert {ops.kkt_gva_fetch(1, r) for r in range(1, 9)} <= set(specs.KKT_GVA_FETCHES)
 
@@ -419,9 +420,10 @@ def test_kkt_grid_order_rule(monkeypatch):
 
 
 def test_kkt_fetch_rule(monkeypatch):
-    """kkt_solve_gva loads every head's factors at once at GVA 4 only; FLASHQLA_KKT_FETCH (read at import: patched
+    """kkt_solve_gva loads every head's factors at once at GVA 2 and 4; FLASHQLA_KKT_FETCH (read at import: patched
     here) forces a form, "once" only up to its 4 heads."""
-    assert [ops.kkt_gva_fetch(4, 4 * r) for r in (1, 2, 3, 4, 8)] == ["per_head"] * 3 + ["once", "per_head"]
+    assert [ops.kkt_gva_fetch(4, 4 * r) for r in (1, 2, 3, 4, 8)] == ["per_head", "once", "per_head", "once",
+                                                                      "per_head"]
     monkeypatch.setattr(ops, "KKT_FETCH", "once")
     assert [ops.kkt_gva_fetch(4, 4 * r) for r in (1, 2, 4, 8)] == ["once"] * 3 + ["per_head"]
     monkeypatch.setattr(ops, "KKT_FETCH", "per_head")

@@ -61,12 +61,15 @@ KKT_ONCE_MAX_GVA = 4  # value heads a key head whose factors "once" holds (flash
 
 def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
     """kkt_solve_gva's factor_fetch (flashqla_kernels/kkt_solve_gva.py): "once" (every head's beta and g by one 16-byte
-    copy a token) at GVA 4, where it made the kernel 3-6% faster; "per_head" (a 4-byte copy a token and head, the next
-    head's during this one) at every other ratio, where "once" was slower (H200, results/2026-11-26-h200-s30/
-    fac_once_ab2). FLASHQLA_KKT_FETCH forces one ("once" holds at most 4 heads' factors: "per_head" above that)."""
+    copy a token at GVA 4, 8-byte at GVA 2; two CTA barriers a head instead of four) at GVA 2 and 4, "per_head" (a
+    4-byte copy a token and head, the next head's during this one) at GVA 1 and 3. Measured on H200 since "once" has
+    two barriers a head (results/2026-11-27-h200-s39/kkt_barriers_ab3, timeline, two passes, against "per_head"):
+    kkt_solve_gva -4% at GVA 2 (35B-TP1 8192x4 100.2 -> 96.3 us), -0.4% at GVA 4, +0.5% at GVA 3, +8% at GVA 1
+    (its one head has no barrier to save; the loads it replaces overlap K's). FLASHQLA_KKT_FETCH forces one ("once"
+    holds at most 4 heads' factors: "per_head" above that)."""
     if KKT_FETCH:
         return "once" if KKT_FETCH == "once" and num_v_heads <= KKT_ONCE_MAX_GVA * num_k_heads else "per_head"
-    return "once" if num_v_heads == KKT_ONCE_MAX_GVA * num_k_heads else "per_head"
+    return "once" if num_v_heads in (2 * num_k_heads, KKT_ONCE_MAX_GVA * num_k_heads) else "per_head"
 
 
 # kkt_solve_gva's launch order (FLASHQLA_KKT_ORDER=slots forces chunk slots fastest; default: key heads fastest)
