@@ -64,7 +64,7 @@ def kkt_gva_fetch(num_k_heads: int, num_v_heads: int) -> str:
     copy a token at GVA 4, 8-byte at GVA 2; two CTA barriers a head instead of four) at GVA 2 and 4, "per_head" (a
     4-byte copy a token and head, the next head's during this one) at GVA 1 and 3. Measured on H200 since "once" has
     two barriers a head (results/2026-11-27-h200-s39/kkt_barriers_ab3, timeline, two passes, against "per_head"):
-    kkt_solve_gva -4% at GVA 2 (35B-TP1 8192x4 100.2 -> 96.3 us), -0.4% at GVA 4, +0.5% at GVA 3, +8% at GVA 1
+    kkt_solve_gva -4% at GVA 2 (35B-TP1 8192x4 100.5 -> 96.3 us), -0.4% at GVA 4, +0.5% at GVA 3, +8% at GVA 1
     (its one head has no barrier to save; the loads it replaces overlap K's). FLASHQLA_KKT_FETCH forces one ("once"
     holds at most 4 heads' factors: "per_head" above that)."""
     if KKT_FETCH:
