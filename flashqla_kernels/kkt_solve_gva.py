@@ -126,7 +126,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     1024x8; outputs bitwise equal. With "per_head" the same structure (the next head's factors waited for before
     that last barrier) was 1.5 to 5% slower at GVA 1-3, and with two heads of prefetch and the factor rows stored
     by the cumsum threads (kkt_barriers_ab2) -1% at GVA 2, +1 to +2% at GVA 1 and 3, so "per_head" keeps four.
-    "once" with two barriers against "per_head" with four (kkt_barriers_ab3): -4% at GVA 2 (35B-TP1 8192x4 100.2 ->
+    "once" with two barriers against "per_head" with four (kkt_barriers_ab3): -4% at GVA 2 (35B-TP1 8192x4 100.5 ->
     96.3 us, 35B-TP1 1024x8 33.0 -> 31.7), -0.4% at GVA 4, +0.5% at GVA 3, +8% at GVA 1, so the runtime now takes
     "once" at GVA 2 and 4.
     grid_order: the launch order of the CTAs. "heads": grid (H, S), key heads fastest, so the H CTAs of a chunk slot
