@@ -226,19 +226,21 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
 
     @T.macro
     def head_tail(l_s, sh, x_h, beta_h, gc_h, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b, col_g, ob_s,
-                  factors, r_f, hv, t0, t_end, r0, tx, whole):
+                  factors, r_f, hv, t0, t_end, r0, tx, whole, hr):
         """One head after its diagonal inverses (x_h) and cumsum (gc_h): the row stripes, the gated epilogue into
         ao_s, A~'s store and the head's factor rows. With `two_barriers` (see the program's docstring) the caller
         has waited for the previous head's bulk store before the barrier that published x_h and gc_h, and the factor
         rows go before the barrier that ends the head, so that every read of x_h and gc_h precedes it; otherwise the
-        previous head's bulk store is waited for here, behind a barrier of its own."""
+        previous head's bulk store is waited for here, behind a barrier of its own (not for the first head, hr = 0,
+        which has no previous store)."""
         if stripe_l == "ldsm":
             solve_row_stripes_f16_ldsm(sh, x_h, xo, tt, xa, th, bq, bf, b8, tx, beta_h)
         else:
             solve_row_stripes_f16(l_s, x_h, xo, tt, xa, th, bq, bf, tx, True, beta_h)
         if not two_barriers:
-            T.tma_store_wait()  # the previous head's bulk store has read ao_s
-            T.sync_threads()
+            if hr > 0:
+                T.tma_store_wait()  # the previous head's bulk store has read ao_s
+                T.sync_threads()
         gate_row_stripe(x_h, xo, gc_h, ao_s, g_b, col_g, ob_s, tx, dtype, True, factors, r_f)
         if two_barriers:
             store_factor_rows(rows, hv, r0, t0, t_end, gc_h, beta_h, rn_s, use_l2norm)
@@ -332,8 +334,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                     if tx < C:  # the first head's beta and g (a token past the tensor's end reads its last token's)
                         fetch_head_factors(beta, g, fac_s, 0, T.min(t0 + ti, num_tokens - 1), hk * gva, ti)
                     T.ptx_commit_group()
-                T.barrier_wait(k_ready[0], 0)
-                T.sync_threads()  # every thread past K's wait before the wgmma, as TileLang's sync pass had it
+                T.barrier_wait(k_ready[0], 0)  # every thread waits, so K is visible to each (no CTA barrier)
                 T.gemm(k_v[0:C, :], k_v[0:C, :], kk_f, transpose_B=True, clear_accum=True)
                 if use_l2norm:  # ||k_i||^2 is the diagonal
                     store_key_norms(kk_f, rn_s, tx)
@@ -392,7 +393,7 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
                         T.tma_store_wait()  # the previous head's bulk store has read ao_s (its issuing thread)
                     T.sync_threads()
                     head_tail(l_s, sh, x_s, beta_h, gc_s, rn_s, ao_s, a, rows, xo, tt, xa, th, bq, b8, bf, g_b,
-                              col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1)
+                              col_g, ob_s, factors, r_f, hk * gva + hr, t0, t_end, r0, tx, whole == 1, hr)
                 T.tma_store_wait()
 
     return kkt_solve_gva
