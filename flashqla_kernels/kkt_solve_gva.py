@@ -128,7 +128,10 @@ def kkt_solve_gva_program(dtype: str = "bfloat16", use_l2norm: bool = False, hea
     by the cumsum threads (kkt_barriers_ab2) -1% at GVA 2, +1 to +2% at GVA 1 and 3, so "per_head" keeps four.
     "once" with two barriers against "per_head" with four (kkt_barriers_ab3): -4% at GVA 2 (35B-TP1 8192x4 100.5 ->
     96.3 us, 35B-TP1 1024x8 33.0 -> 31.7), -0.4% at GVA 4, +0.5% at GVA 3, +8% at GVA 1, so the runtime now takes
-    "once" at GVA 2 and 4.
+    "once" at GVA 2 and 4. In every form no CTA barrier follows K's wait (each thread waits on K's mbarrier, which
+    makes the tile visible to it), and with "per_head" the first head has none before its gate (no bulk store
+    precedes it): H100, against the barriers in place, kkt_solve_gva -2.6 to -2.9% at GVA 2, -1.6 to -2.9% at GVA 3,
+    within 0.5% at GVA 1 and 4, outputs bitwise equal (results/2026-11-27-h100-s39/kkt_syncs_ab).
     grid_order: the launch order of the CTAs. "heads": grid (H, S), key heads fastest, so the H CTAs of a chunk slot
     run together and their loads and stores cover contiguous memory (K's rows of all key heads, beta's and g's rows
     of all value heads, A~'s rows of all value heads: a 256-byte K row, a 4-byte beta a CTA otherwise, each in another
