@@ -24,6 +24,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .inverse_regs_cuda import CUDA_HELPERS as INVERSE_REGS_HELPERS
+
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 GENCODE = "arch=compute_90a,code=sm_90a"
 
@@ -99,8 +101,6 @@ def lower_to_source(prim_func, pass_configs: dict | None = None, manual_fences: 
     return add_packed_entry(cache_driver_entry_points(add_device_helpers(wrapper.wrap(artifact.kernel_source))))
 
 
-from .inverse_regs_cuda import CUDA_HELPERS as INVERSE_REGS_HELPERS  # noqa: E402
-
 # Device helpers that kernels call by name (T.call_extern) where TileLang has no builtin, defined in the generated
 # source before the first kernel when it calls them.
 _DEVICE_HELPERS = {
@@ -110,8 +110,8 @@ __device__ __forceinline__ void flashqla_prefetch_l2(const void* ptr, unsigned i
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(ptr), "r"(bytes) : "memory");
 }
 """,
+    "flashqla_inv_diag": INVERSE_REGS_HELPERS,  # chunk_fwd's inverse_form "regs" (inverse_regs.py)
 }
-_DEVICE_HELPERS["flashqla_inv_diag"] = INVERSE_REGS_HELPERS  # chunk_fwd's inverse_form "regs" (inverse_regs.py)
 
 
 def add_device_helpers(source: str) -> str:

@@ -105,21 +105,24 @@ def merge_32(lr, sr, xh_s, ta):
 
 
 @T.macro
-def rows_times_upper(lr, xh_s, ta):
-    """Step C (warps 2, 3): T_w = L~_{w,0:32} X_hi to xh_s. A barrier of the warpgroup must follow before step D."""
+def lower_rows_step(helper, regs, xh_s, ta):
+    """Warps 2 and 3 (the rows 32..63) each call the CUDA helper `helper` on their register array regs and xh_s."""
     wi, lane, gq, tq = warp_lane(ta)
     for I in (2, 3):
         if wi == I:
-            T.call_extern("handle", "flashqla_inv_rows_hi", T.address_of(lr[0]), I, lane, T.address_of(xh_s[0, 0]))
+            T.call_extern("handle", helper, T.address_of(regs[0]), I, lane, T.address_of(xh_s[0, 0]))
+
+
+@T.macro
+def rows_times_upper(lr, xh_s, ta):
+    """Step C (warps 2, 3): T_w = L~_{w,0:32} X_hi to xh_s. A barrier of the warpgroup must follow before step D."""
+    lower_rows_step("flashqla_inv_rows_hi", lr, xh_s, ta)
 
 
 @T.macro
 def merge_64(sr, xh_s, ta):
     """Step D (warps 2, 3): X_{w,0:32} into sr[0:16]."""
-    wi, lane, gq, tq = warp_lane(ta)
-    for I in (2, 3):
-        if wi == I:
-            T.call_extern("handle", "flashqla_inv_rows_lo", T.address_of(sr[0]), I, lane, T.address_of(xh_s[0, 0]))
+    lower_rows_step("flashqla_inv_rows_lo", sr, xh_s, ta)
 
 
 def tile_of(buf, *lead):
