@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# DIAGNOSTIC: what FlashInfer's inverse costs inside its own kernel, beside what ours costs inside ours. The third of
-# three back-to-back calls on one warm machine (as device_fi_paired.sh: (1) carry .device-fi/cdsl.part.aa, run
-# `mkdir -p /tmp/site /tmp/stage && cp .device-fi/cdsl.part.aa /tmp/stage/`; (2) carry .device-fi/cdsl.part.ab, run
-# `cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -xf - && rm -f /tmp/stage/cdsl.part.aa`).
+# DIAGNOSTIC: what FlashInfer's inverse costs inside its own kernel, beside what ours costs inside ours. The last of
+# four back-to-back calls on one warm machine. The tracked tree (38 MB) leaves room for ~23 MB a call, so FlashInfer's
+# CUTLASS DSL travels in three parts: `mkdir -p .device-fi3 && cat .device-fi/cdsl.part.aa .device-fi/cdsl.part.ab |
+# split -b 23100000 - .device-fi3/cdsl3.part.` here; on the device (1) carry .device-fi3/cdsl3.part.aa, run `mkdir -p
+# /tmp/site /tmp/stage && cp .device-fi3/cdsl3.part.aa /tmp/stage/`; (2) the same with part .ab; (3) carry part .ac,
+# run `cat /tmp/stage/cdsl3.part.aa /tmp/stage/cdsl3.part.ab .device-fi3/cdsl3.part.ac | xz -d | tar -C /tmp/site -xf -`.
 # This call: carry .device-fi/fi.tar.xz, .device-tvm, .device-lean, .device-bins (a build with the diagnostic specs of
 # results/2026-11-27-h200-s40/fused_noinv_paux_loo/noinv_paux.patch, the patch applied to the tree).
 # FlashInfer is patched by benchmarks/fi_diag_patch.py (FI_DIAG_LEVELS: the levels of its inverse that run).

@@ -38,24 +38,33 @@ def line_counters(csvp, key):
     return agg, rs, ins
 
 
+def region_counters(csvp, key, regions):
+    """line_counters summed over regions [(first line, last line, name)]: warp samples, stall reasons and executed
+    instructions by region name; lines in no region count as "other"."""
+    agg, rs, ins = line_counters(csvp, key)
+    out = collections.Counter(); outr = collections.defaultdict(collections.Counter); outi = collections.Counter()
+    for ln, s in agg.items():
+        name = next((nm for a, b, nm in regions if ln is not None and a <= ln <= b), "other")
+        out[name] += s; outr[name].update(rs[ln]); outi[name] += ins[ln]
+    return out, outr, outi
+
+
 def main(argv):
     csvp, cu, key = argv[1], argv[2], argv[3]
-    agg, rs, ins = line_counters(csvp, key)
-    tot = sum(agg.values())
     if len(argv) > 4 and argv[4] == "--regions":
         regions = []
         for spec in argv[5:]:
             span, name = spec.split(':', 1)
             a, b = span.split('-')
             regions.append((int(a), int(b), name))
-        out = collections.Counter(); outr = collections.defaultdict(collections.Counter); outi = collections.Counter()
-        for ln, s in agg.items():
-            name = next((nm for a, b, nm in regions if ln is not None and a <= ln <= b), "other")
-            out[name] += s; outr[name].update(rs[ln]); outi[name] += ins[ln]
+        out, outr, outi = region_counters(csvp, key, regions)
+        tot = sum(out.values())
         for name, s in out.most_common():
             top = ", ".join(f"{k} {v}" for k, v in outr[name].most_common(4))
             print(f"{100*s/tot:5.1f}% {name:28s} instr {outi[name]:>10d} | {top}")
         return
+    agg, rs, ins = line_counters(csvp, key)
+    tot = sum(agg.values())
     src = open(cu).read().split('\n')
     for ln, s in agg.most_common(int(argv[4]) if len(argv) > 4 else 30):
         top = ", ".join(f"{k} {v}" for k, v in rs[ln].most_common(2))
