@@ -72,14 +72,15 @@ chunks). Per CTA block_v / 64 "state" warpgroups, one auxiliary warpgroup and a 
     item boundary (persistent grid): the state warpgroups read the next item's seq_table row at an item's start
                 and load its h0 (prefetched into L2 by the producer) into registers of their own before storing
                 the item's final state.
-The loads run up to num_stages chunks ahead; mbarriers hand stages and P between the warpgroups; w/u, the
+The loads run up to num_stages chunks ahead; mbarriers hand the stages and the buffers between the warpgroups, and
+named barriers (P_READY_BARRIER_ID) the auxiliary warpgroup's P to the state warpgroups; w/u, the
 deltas and the per-chunk states never leave the SM. The key-head index is computed once in int32.
 Proxy fences are placed by hand (built with specs.manual_fences: TileLang's fence pass is skipped, because
 a fence waits for every memory operation of its thread and the pass put one before every chunk's first wgmma):
 one after the auxiliary warpgroup's P stores, one after the state's o_s stores before the TMA store. So are the
 CTA barriers (specs.manual_syncs: TileLang's sync pass cannot see the mbarriers): named barriers around o_s (state
-warpgroups) and rq_s (auxiliary warpgroup), and with fused_inverse around the inverse's tile; every other
-hand-over goes through an mbarrier.
+warpgroups) and rq_s (auxiliary warpgroup), and with fused_inverse around the inverse's tile; P's hand-over is
+a named barrier too (`p_ready_arrive`), every other hand-over goes through an mbarrier.
 """
 
 
@@ -98,6 +99,7 @@ QNORM_SLICE = 32  # q's squared norms are summed over K in slices of this width 
 O_BARRIER_ID = 12  # named barrier of the state threads around o_s (TileLang numbers its own from 1 upwards)
 AUX_BARRIER_ID = 13  # named barrier of the auxiliary warpgroup around rq_s
 INV_BARRIER_ID = 14  # named barrier of the auxiliary warpgroup around the inverse's shared tile (fused_inverse)
+P_READY_BARRIER_ID = 9  # named barriers 9 and 10 (9 + c % 2): chunk c's P from the auxiliary to the state warpgroups
 P_BARRIER_ID = 11  # named barrier of the state threads: both halves of P in p_s (p_on_state)
 INV_EPILOGUE_BATCH = 8  # rows of the inverse a thread loads from shared memory before gating any of them
 
@@ -305,8 +307,24 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             pb[i, j] = T.if_then_else((j <= i) & (t0 + i < seq_end), qk[i, j] * T.exp2(gr[i] - gq[j]), 0.0)
 
     @T.macro
-    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-               p_used, seq_start, seq_end, scale, c, gc, pu):
+    def p_ready_arrive(pb):
+        """Auxiliary warpgroup: P of chunk c (buffer pb = c % 2) is in p_s, fenced for the wgmma reads: it arrives on
+        named barrier P_READY_BARRIER_ID + pb, on which the state warpgroups wait (`p_ready_wait`). A named barrier
+        and not an mbarrier: the state warpgroups then wait in bar.sync, issuing nothing, where an mbarrier wait polls
+        (try_wait in a loop). Measured (H100, results/2026-11-28-h100-s44/named_ab): chunk_fwd -6 to -7% on 397B-TP1
+        8192x4, the other rows unchanged. One arrival a chunk a barrier at a time: the auxiliary warpgroup writes P
+        of chunk c + 2 into the same buffer only after p_used says the state warpgroups are done with chunk c, i.e.
+        past their wait for it; the proxy fence before the arrival (MEMBAR) orders P's stores before it."""
+        T.call_extern("handle", "flashqla_bar_arrive", P_READY_BARRIER_ID + pb, 128 + ST)
+
+    @T.macro
+    def p_ready_wait(pb):
+        """State warpgroups: wait for P of the chunk whose buffer is pb (`p_ready_arrive`)."""
+        T.call_extern("handle", "flashqla_bar_sync", P_READY_BARRIER_ID + pb, 128 + ST)
+
+    @T.macro
+    def form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_used,
+               seq_start, seq_end, scale, c, gc, pu):
         """Auxiliary warpgroup, chunk c of the item (stage gc % NS): P = (Q K^T) (.) Gamma with the row/column
         factors folded in (bf16) and the output's row factor into the double buffer c % 2 (pu: that buffer's
         uses by the CTA's earlier items, which offsets its barriers' phases), fenced for the state warpgroups'
@@ -351,7 +369,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         for i in T.Parallel(C):
             of_s[pb, i] = T.exp2(gr_f[i])
         T.fence_proxy_async()  # generic-proxy stores of P -> the state warpgroups' wgmma reads
-        T.barrier_arrive(p_ready[pb])
+        p_ready_arrive(pb)
         T.barrier_arrive(empty[st])
 
     @T.macro
@@ -436,16 +454,16 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(a_ready[pb])
 
     @T.macro
-    def p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-                        p_used, seq_start, seq_end, scale, n_chunks, base, pu0, pu1):
+    def p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_used,
+                        seq_start, seq_end, scale, n_chunks, base, pu0, pu1):
         """Auxiliary warpgroup: P for every chunk of the item, two chunks a step (c % 2, P's buffer, is a constant
         in each copy; base: the CTA's chunks before the item, pu0 / pu1: the buffers' uses before it)."""
         for c2 in T.serial(T.ceildiv(n_chunks, 2)):
             for par in T.unroll(2):
                 c = 2 * c2 + par
                 if c < n_chunks:
-                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_ready,
-                           p_used, seq_start, seq_end, scale, c, base + c, pu0 if par == 0 else pu1)
+                    form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_used,
+                           seq_start, seq_end, scale, c, base + c, pu0 if par == 0 else pu1)
 
     def item_rounds(num_items, num_ctas):
         """A warpgroup's loop over the rounds of items (a fresh iterator each call): ceil(num_items / num_ctas) on a
@@ -661,7 +679,6 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
             full = T.alloc_barrier(arrive_count=[32] * NS)
             fac_ready = T.alloc_barrier(arrive_count=[C] * NS)  # derive_factors' slots of stage st are written
             empty = T.alloc_barrier(arrive_count=[ST + 128] * NS)
-            p_ready = T.alloc_barrier(arrive_count=[128, 128])
             p_used = T.alloc_barrier(arrive_count=[ST, ST])  # also releases a_s[c % 2] with fused_inverse
             if fused_inverse:
                 a_ready = T.alloc_barrier(arrive_count=[128, 128])
@@ -808,7 +825,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 for i, j in T.Parallel(BV, C):  # O's row factor (derive_factors, F_OF)
                                     ot_f[i, j] = ot_f[i, j] * fac_s[st, F_OF, j]
                             else:
-                                T.barrier_wait(p_ready[pb], pph)
+                                p_ready_wait(pb)
                                 for i, j in T.Parallel(BV, C):
                                     ot_f[i, j] = ot_f[i, j] * of_s[pb, j]
                             T.wgmma_gemm(vn_b, p_s[pb, :, :], ot_f, transpose_B=True, clear_accum=False,
@@ -874,12 +891,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                             T.barrier_arrive(empty[(base + c) % NS])
                                         else:
                                             form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f,
-                                                   gq_f, full, empty, p_ready, p_used, seq_start, seq_end, scale, c,
-                                                   base + c, pu0 if par == 0 else pu1)
+                                                   gq_f, full, empty, p_used, seq_start, seq_end, scale, c, base + c,
+                                                   pu0 if par == 0 else pu1)
                         else:
                             p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
-                                            empty, p_ready, p_used, seq_start, seq_end, scale, n_chunks, base, pu0,
-                                            pu1)
+                                            empty, p_used, seq_start, seq_end, scale, n_chunks, base, pu0, pu1)
                         if persistent:
                             base = base + n_chunks
                             pu0 = pu0 + (n_chunks + 1) // 2
