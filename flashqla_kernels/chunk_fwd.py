@@ -311,8 +311,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         """Auxiliary warpgroup: P of chunk c (buffer pb = c % 2) is in p_s, fenced for the wgmma reads: it arrives on
         named barrier P_READY_BARRIER_ID + pb, on which the state warpgroups wait (`p_ready_wait`). A named barrier
         and not an mbarrier: the state warpgroups then wait in bar.sync, issuing nothing, where an mbarrier wait polls
-        (try_wait in a loop). Measured (H100, results/2026-11-28-h100-s44/named_ab): chunk_fwd -6 to -7% on 397B-TP1
-        8192x4, the other rows unchanged. One arrival a chunk a barrier at a time: the auxiliary warpgroup writes P
+        (try_wait in a loop). Measured (H100, split path, results/2026-11-28-h100-s44/p_ready_named_ab): chunk_fwd
+        -5.6% on 397B-TP1 8192x4 and -7.6% on 397B-TP2 8192x4, the GVA-1/2 rows unchanged. One arrival a chunk a barrier at a time: the auxiliary warpgroup writes P
         of chunk c + 2 into the same buffer only after p_used says the state warpgroups are done with chunk c, i.e.
         past their wait for it; the proxy fence before the arrival (MEMBAR) orders P's stores before it."""
         T.call_extern("handle", "flashqla_bar_arrive", P_READY_BARRIER_ID + pb, 128 + ST)
