@@ -19,7 +19,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 WARP_BRANCH = re.compile(r"if \(\(+[^{};]*threadIdx\.x[^{};]*>> 5\) == \d+\) \{")
-CTA_BARRIERS = ("__syncthreads()", "__sync_thread_partial", "bar.sync", "barrier.sync")
+CTA_BARRIERS = ("__syncthreads()", "__sync_thread_partial", "bar.sync", "barrier.sync", "flashqla_bar_sync(",
+                "flashqla_bar_arrive(")
 
 
 def _sources():
@@ -92,3 +93,29 @@ def test_scanner_flags_unpaired_barriers():
 @pytest.mark.parametrize("source", _sources(), ids=lambda p: p.stem)
 def test_cta_barriers_in_warp_branches_pair_up(source):
     assert unpaired_warp_barriers(source.read_text()) == []
+
+
+def named_barrier_collisions(text: str, handover_ids: tuple) -> list[int]:
+    """The constant ids of `__sync_thread_partial(id, ...)` in a source that hands P over by named barriers
+    (`flashqla_bar_sync`, chunk_fwd's p_ready_arrive / p_ready_wait, ids `handover_ids`) that are among those ids: a
+    second use of a hand-over barrier would pair its arrivals with the wrong waits."""
+    if "flashqla_bar_sync(" not in text:
+        return []
+    used = {int(m.group(1)) for m in re.finditer(r"__sync_thread_partial\((\d+),", text)}
+    return sorted(used & set(handover_ids))
+
+
+def test_named_barrier_scanner():
+    src = "flashqla_bar_sync(((gc & 1) + 9), 384);\n  tl::__sync_thread_partial(12, 256);\n"
+    assert named_barrier_collisions(src, (9, 10)) == []
+    assert named_barrier_collisions(src + "tl::__sync_thread_partial(10, 128);", (9, 10)) == [10]
+    assert named_barrier_collisions("tl::__sync_thread_partial(9, 128);", (9, 10)) == []  # no hand-over there
+
+
+@pytest.mark.skipif(not _sources(), reason="no generated sources: run `python -m flashqla_kernels.build` first")
+@pytest.mark.parametrize("source", _sources(), ids=lambda p: p.stem)
+def test_handover_barriers_not_reused(source):
+    from flashqla_kernels.chunk_fwd import P_READY_BARRIER_ID
+
+    ids = (P_READY_BARRIER_ID, P_READY_BARRIER_ID + 1)
+    assert named_barrier_collisions(source.read_text(), ids) == []
