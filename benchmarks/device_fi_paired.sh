@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# FlashInfer against flashqla, timed alternately (paired_rows.py), on a machine warm from two calls that staged
-# FlashInfer (call 1: carry .device-fi/fi.tar.xz and .device-fi/cdsl.part.aa, run `mkdir -p /tmp/site /tmp/stage &&
-# tar -C /tmp/site -xJf .device-fi/fi.tar.xz && cp .device-fi/cdsl.part.aa /tmp/stage/`; call 2: carry .device and
-# .device-bins, run `source .device/bootstrap.sh`). This is call 3: carry .device-fi/cdsl.part.ab and .device-bins.
-# ROWS: the rows (grid names), default the GVA-1/2 rows.
+# FlashInfer against flashqla, timed alternately (paired_rows.py): the last of four back-to-back calls on one warm
+# machine. The tracked tree (38 MB) leaves ~23 MB a call for carried files, so FlashInfer's CUTLASS DSL travels in
+# three parts (`.device-fi3/cdsl3.part.a{a,b,c}`: `cat .device-fi/cdsl.part.aa .device-fi/cdsl.part.ab | split -b
+# 23100000 - .device-fi3/cdsl3.part.` here): (1) carry .device-fi3/cdsl3.part.aa, run `mkdir -p /tmp/site /tmp/stage &&
+# cp .device-fi3/cdsl3.part.aa /tmp/stage/`; (2) the same with part .ab; (3) carry part .ac, run `cat
+# /tmp/stage/cdsl3.part.aa /tmp/stage/cdsl3.part.ab .device-fi3/cdsl3.part.ac | xz -d | tar -C /tmp/site -xf -`.
+# This call: carry .device-fi/fi.tar.xz, .device-tvm, .device-lean and .device-bins (the build under test).
+# ROWS: the rows (grid names), default the GVA-1/2 rows; PLACEMENTS, ROUNDS, PAIRED_LIMIT (seconds).
 set -uo pipefail
-[ -f /tmp/stage/cdsl.part.aa ] && cat /tmp/stage/cdsl.part.aa .device-fi/cdsl.part.ab | xz -d | tar -C /tmp/site -xf - \
-  && rm -f /tmp/stage/cdsl.part.aa
+tar -C /tmp/site -xJf .device-fi/fi.tar.xz && tar -C /tmp/site -xJf .device-tvm/site.tar.xz \
+  && tar -C /tmp/site -xJf .device-lean/site.tar.xz
 source benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$R/nvidia-smi.txt"
 python -c "import torch, triton, flashinfer; print('torch', torch.__version__, 'triton', triton.__version__, 'flashinfer', flashinfer.__version__)" > "$R/versions.txt" 2>&1
