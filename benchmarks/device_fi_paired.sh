@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # FlashInfer against flashqla, timed alternately (paired_rows.py): the last of four back-to-back calls on one warm
-# machine. The tracked tree (38 MB) leaves ~23 MB a call for carried files, so FlashInfer's CUTLASS DSL travels in
-# three parts (`.device-fi3/cdsl3.part.a{a,b,c}`: `cat .device-fi/cdsl.part.aa .device-fi/cdsl.part.ab | split -b
-# 23100000 - .device-fi3/cdsl3.part.` here): (1) carry .device-fi3/cdsl3.part.aa, run `mkdir -p /tmp/site /tmp/stage &&
-# cp .device-fi3/cdsl3.part.aa /tmp/stage/`; (2) the same with part .ab; (3) carry part .ac, run `cat
-# /tmp/stage/cdsl3.part.aa /tmp/stage/cdsl3.part.ab .device-fi3/cdsl3.part.ac | xz -d | tar -C /tmp/site -xf -`.
-# This call: carry .device-fi/fi.tar.xz, .device-tvm, .device-lean and .device-bins (the build under test).
+# machine, after the three calls that stage FlashInfer's CUTLASS DSL (device_fi_diag.sh's header says how). This
+# call: carry .device-fi/fi.tar.xz, .device-tvm, .device-lean and .device-bins (the build under test).
 # ROWS: the rows (grid names), default the GVA-1/2 rows; PLACEMENTS, ROUNDS, PAIRED_LIMIT (seconds).
 set -uo pipefail
 tar -C /tmp/site -xJf .device-fi/fi.tar.xz && tar -C /tmp/site -xJf .device-tvm/site.tar.xz \

@@ -111,12 +111,15 @@ __device__ __forceinline__ void flashqla_prefetch_l2(const void* ptr, unsigned i
 }
 """,
     "flashqla_inv_diag": INVERSE_REGS_HELPERS,  # chunk_fwd's inverse_form "regs" (inverse_regs.py)
-    # chunk_fwd's hand-over of P (p_ready_arrive / p_ready_wait)
+    # chunk_fwd's hand-over of P (p_ready_arrive / p_ready_wait): named barrier `id` of n threads
     "flashqla_bar_arrive": """
-// named barrier `id` of n threads: arrive without waiting (bar.arrive) / arrive and wait for all n (bar.sync)
+// named barrier id of n threads: arrive without waiting
 __device__ __forceinline__ void flashqla_bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
 }
+""",
+    "flashqla_bar_sync": """
+// named barrier id of n threads: arrive and wait for all n
 __device__ __forceinline__ void flashqla_bar_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
 }
