@@ -1,0 +1,54 @@
+"""ptxas must not serialise chunk_fwd's wgmma (no GPU needed: nvcc compiles the kept sources to a cubin).
+
+When ptxas cannot prove an accumulator or an A operand untouched while its wgmma runs, or when a wgmma issued on one
+branch is awaited on another, it serialises every wgmma of the kernel (info C7512 / C7514 / C7518) and still builds
+it: the kernel is correct and 6-13% slower. Session 42's and session 45's first tries of issuing the next chunk's
+K K^T early measured exactly that and were read as the idea's cost (results/2026-11-28-h100-s45). This test compiles
+the sources the build keeps (<repo>/build/_binaries/*.cu, or FLASHQLA_BINARIES_DIR) of chunk_fwd's 128-wide specs
+that the runtime takes by default on Hopper: the split path and the fused variant with the register inverse, whose
+auxiliary warpgroup issues each chunk's K K^T during the chunk before (merged_producer).
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SPECS = (
+    "chunk_fwd__block_v-128__dtype-bf16__fused_inverse-0__persistent-0__use_l2norm-0",
+    "chunk_fwd__block_v-128__dtype-bf16__fused_inverse-1__inverse_form-regs__persistent-0__use_l2norm-0",
+    "chunk_fwd__block_v-128__dtype-fp16__fused_inverse-1__inverse_form-regs__persistent-0__use_l2norm-0",
+)
+
+
+def _nvcc():
+    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and Path(cand).exists():
+            return cand
+    return None
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_chunk_fwd_wgmma_not_serialised(spec, tmp_path):
+    src = Path(os.environ.get("FLASHQLA_BINARIES_DIR", REPO / "build" / "_binaries")) / f"{spec}.cu"
+    if not src.exists():
+        pytest.skip(f"{src} not built (python -m flashqla_kernels.build keeps the generated sources)")
+    nvcc = _nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (the ahead-of-time build needs it; set NVCC=/path/to/nvcc)")
+    tilelang = pytest.importorskip("tilelang")
+    tl_root = Path(tilelang.__file__).parent
+    res = subprocess.run(
+        [nvcc, "-std=c++20", "-O3", "-cubin", "-gencode", "arch=compute_90a,code=sm_90a", "--use_fast_math",
+         "-Xptxas", "-v", f"-I{tl_root / '3rdparty' / 'cutlass' / 'include'}", f"-I{tl_root / 'src'}", str(src),
+         "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    serialised = [line for line in res.stderr.splitlines() if "serialized" in line]
+    assert not serialised, f"{spec}: ptxas serialises its wgmma:\n" + "\n".join(serialised)
+    if "inverse_form-regs" in spec:  # the merged layout: three warpgroups, no 24-register producer
+        text = src.read_text()
+        assert "__launch_bounds__(384, 1)" in text and "warpgroup_reg_dealloc<120>" in text
+        assert "warpgroup_reg_dealloc<24>" not in text
