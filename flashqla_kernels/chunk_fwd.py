@@ -69,6 +69,10 @@ chunks). Per CTA block_v / 64 "state" warpgroups, one auxiliary warpgroup and a 
                 wf = exp(G) / ||k|| and uf = beta exp(G_last - G) / ||k|| of each landed stage into two more slots
                 of its factor tile and hand them over on `fac_ready` (kkt_solve stored them until session 28: 24
                 bytes a value-head token through HBM).
+                merged_producer (the default where the auxiliary warpgroup forms the register inverse and the state
+                P): no producer warpgroup (384 threads, setmaxnreg 192 / 192 / 120); the auxiliary warpgroup's
+                first warp issues the loads of chunk c + 2 after its chunk c, its first C threads derive the
+                factors, and it issues each chunk's K K^T during the chunk before (`inverse_loop_ahead`).
     item boundary (persistent grid): the state warpgroups read the next item's seq_table row at an item's start
                 and load its h0 (prefetched into L2 by the producer) into registers of their own before storing
                 the item's final state.
@@ -126,7 +130,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                       fused_inverse: bool | None = None, inverse_tf32x3: bool = False, inverse_f16: bool = True,
                       o_store: str = "stmatrix",
                       prefetch_h0: bool = True, persistent: bool = False, preload_stages: int = 1,
-                      p_on_state: bool | None = None, inverse_form: str = "stripes"):
+                      p_on_state: bool | None = None, inverse_form: str = "stripes",
+                      merged_producer: bool | None = None):
     # defer_o_store: a chunk's O^T leaves (store_o) at the start of the next chunk, while that chunk's Z^T
     # product runs, instead of closing its own chunk. Default at block_v 128 only. Measured
     # (results/2026-11-23-h200-s8/o_store_ab): 27B-TP1 16384+16384 -2.3%, the reference row unchanged,
@@ -195,6 +200,21 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     assert inverse_form in ("stripes", "regs") and (fused_inverse or inverse_form == "stripes")
     REGS = fused_inverse and inverse_form == "regs"
     assert not (P_ON_STATE and use_l2norm)
+    # merged_producer (default for the fused variant with the register inverse and P on the state warpgroups, one
+    # item a CTA; `inverse_loop_ahead`): no producer warpgroup. The auxiliary warpgroup's first warp issues the TMA
+    # loads (chunk c + 2 once its chunk c is done) and its first C threads derive the stage's factors while K K^T
+    # runs; 384 threads launch with 168 registers each, so the auxiliary warpgroup gets 120 (2 x 192 + 120 = 3 x
+    # 168) instead of 104. With them it issues chunk c + 1's K K^T during chunk c's inverse (before merge_64, where
+    # K K^T's accumulator and L~ are dead), so that product's latency leaves its chain. Every such issue and its wait
+    # are unconditional (the last chunk's issue reads its own stage again): issued on one branch and awaited on
+    # another, ptxas serialised every wgmma of the kernel (C7518), which is what made session 42's try (and this
+    # one's first) 6-13% slower. Measured (H100, results/2026-11-28-h100-s45/kk_ahead_v2_ab, bitwise the same
+    # outputs): chunk_fwd 2B-TP1 1024x8 -3%, 35B-TP1 1024x8 -1.3%, 35B-TP1 8192x4 -0.2%; the merged layout without
+    # the early K K^T was 0 to +2% (merged_producer_ab).
+    MERGED = (FOUR_WG and REGS and P_ON_STATE and not persistent) if merged_producer is None else merged_producer
+    assert not MERGED or (FOUR_WG and REGS and P_ON_STATE and not persistent)
+    if MERGED and aux_regs == 104:
+        aux_regs = 120
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
     # "stmatrix" (stmatrix.trans: four 8 x 8 bf16 matrices an instruction, the pairs packed by one conversion each)
@@ -207,9 +227,12 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     NVB = V // BV
     NSW = BV // 64                      # state warpgroups
     ST = 128 * NSW                      # state threads
-    THREADS = ST + 256
+    THREADS = ST + (128 if MERGED else 256)
     LAUNCH_REGS = 65536 // THREADS // 8 * 8  # registers a thread at launch (one CTA an SM): setmaxnreg's pool
-    assert NSW * state_regs + aux_regs + producer_regs <= (NSW + 2) * LAUNCH_REGS
+    if MERGED:
+        assert NSW * state_regs + aux_regs <= (NSW + 1) * LAUNCH_REGS
+    else:
+        assert NSW * state_regs + aux_regs + producer_regs <= (NSW + 2) * LAUNCH_REGS
     PT = ST + 128  # first thread of the producer warpgroup
     # a stage's factor tile: kkt_solve's R rows (one TMA box), then the two factors that derive_factors forms
     R = factor_rows(use_l2norm)
@@ -253,7 +276,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.barrier_arrive(full[st])
 
     @T.macro
-    def derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, scale, c, gc, j):
+    def derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, scale, c, gc, j,
+                       wait_full=True):
         """Producer warpgroup's warps 1 and 2 (thread j = 0..C-1: token j), chunk c of the item (stage gc % NS): once
         the stage has landed, the state chain's column factors of token j from its factor rows into the stage's
         slots F_WF = exp2(G_j) rk_j and F_UF = exp2(G_last - G_j) rk_j beta_j (G in log2 units, G_last: the chunk's
@@ -263,7 +287,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         F_OF = exp2(G_j + log2(scale)), O's row factor (form_p's of_s, the same operations)."""
         st = gc % NS
         t0 = seq_start + c * C
-        T.barrier_wait(full[st], (gc // NS) % 2)
+        if wait_full:
+            T.barrier_wait(full[st], (gc // NS) % 2)
         # G_last by a flat index held in int32 (fl_row[0]; inline, TileLang widened it to int64, as gl_row)
         fl_row[0] = st * (FAC_SLOTS * C) + ROW_G * C + T.min(C, seq_end - t0) - 1
         g_last = fac_flat[fl_row[0]]
@@ -428,7 +453,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def form_inverse_regs(k_s, fac_s, xh_s, a_s, kk_f, lr, sr, gr, gcol, bcol, full, p_used, a_ready, seq_start,
-                          seq_end, c, gc, pu, ta):
+                          seq_end, c, gc, pu, ta, fac_flat=None, fac_ready=None, fl_row=None, scale=None,
+                          n_chunks=0):
         """Auxiliary warpgroup (fused_inverse, inverse_form "regs"), chunk c: A~ = (I + L~)^-1 with the gate in L~
         (inverse_regs.py) into a_s[c % 2]: K K^T by one wgmma, L~ from its accumulator into registers, the inverse
         by steps A..D (named barriers INV_BARRIER_ID between them, every cross-warp operand through xh_s), then the
@@ -436,8 +462,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         st = gc % NS
         pb = c % 2
         t0 = seq_start + c * C
-        T.barrier_wait(full[st], (gc // NS) % 2)
-        T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
+        if MERGED:  # K K^T was issued during the chunk before (or before the loop); the stage's factors
+            # (derive_factors) by the first C threads while it runs
+            if ta < C:
+                derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, scale, c, gc, ta,
+                               wait_full=False)
+            T.wait_wgmma(0)
+        else:
+            T.barrier_wait(full[st], (gc // NS) % 2)
+            T.gemm(k_s[st, :, :], k_s[st, :, :], kk_f, transpose_B=True, clear_accum=True)
         gate_lower(kk_f, lr, row_of(fac_s, st, ROW_G), row_of(fac_s, st, ROW_BETA),
                    row_of(fac_s, st, ROW_RK) if use_l2norm else None, t0, seq_end, ta, gr, gcol, bcol)
         T.sync_threads(INV_BARRIER_ID, 128)  # the previous chunk's readers of xh_s are done
@@ -447,11 +480,37 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         T.sync_threads(INV_BARRIER_ID, 128)
         rows_times_upper(lr, xh_s, ta)
         T.sync_threads(INV_BARRIER_ID, 128)
+        if MERGED:  # the next chunk's K K^T runs under merge_64 (kk_f and lr are dead here)
+            if c + 1 < n_chunks:
+                T.barrier_wait(full[(gc + 1) % NS], ((gc + 1) // NS) % 2)
+            T.wgmma_gemm(k_s[T.if_then_else(c + 1 < n_chunks, (gc + 1) % NS, st), :, :],
+                         k_s[T.if_then_else(c + 1 < n_chunks, (gc + 1) % NS, st), :, :], kk_f, transpose_B=True,
+                         clear_accum=True)
         merge_64(sr, xh_s, ta)
         T.barrier_wait(p_used[pb], (pu + c // 2 + 1) % 2)  # the state warpgroups are done with a_s[pb] (chunk c - 2)
         store_stripe(sr, tile_of(a_s, pb), ta, PACK, dtype)
         T.fence_proxy_async()  # generic-proxy stores of A~ -> the state warpgroups' wgmma reads
         T.barrier_arrive(a_ready[pb])
+
+    @T.macro
+    def inverse_loop_ahead(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, fac_flat, xh_s, kk_f, lr, sr, gr, gcol, bcol,
+                           full, empty, p_used, a_ready, fac_ready, fl_row, seq_start, seq_end, n_chunks, n, hk, hv,
+                           v0, scale, ta):
+        """Auxiliary warpgroup with merged_producer (one item a CTA; chunks 0 and 1 already loaded): chunk 0's K K^T
+        (issued unconditionally, see merged_producer), then every chunk's inverse, the stage's release and chunk c + 2's
+        loads by the first warp. A plain chunk loop: the pair-unrolled one's `c < n_chunks` branch would separate a
+        K K^T's issue from its wait."""
+        if n_chunks > 0:
+            T.barrier_wait(full[0], 0)
+        T.wgmma_gemm(k_s[0, :, :], k_s[0, :, :], kk_f, transpose_B=True, clear_accum=True)
+        for c in T.serial(n_chunks):
+            form_inverse_regs(k_s, fac_s, xh_s, a_s, kk_f, lr, sr, gr, gcol, bcol, full, p_used, a_ready, seq_start,
+                              seq_end, c, c, 0, ta, fac_flat, fac_ready, fl_row, scale, n_chunks)
+            T.barrier_arrive(empty[c % NS])
+            if (ta < 32) & (c + 2 < n_chunks):  # chunk c + 2 into the stage of chunk c - 1
+                load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
+                           (seq_start + 3) // 4 * 4 + C * n, hk, hv, v0, c + 2, c + 2, True)
+        T.wait_wgmma(0)
 
     @T.macro
     def p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_used,
@@ -873,7 +932,26 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         seq_start = it_start[0]
                         seq_end = it_end[0]
                         n_chunks = T.ceildiv(seq_end - seq_start, C)
-                        if fused_inverse:
+                        if MERGED:
+                            # the first two chunks' loads (the stages are free); with pdl q, k and v of the first
+                            # preload_stages before the wait on the grid before (factor_rows), the rest after it
+                            rows0 = (seq_start + 3) // 4 * 4 + C * it_n[0]
+                            if pdl:
+                                if tx < ST + 32:
+                                    for c in T.serial(T.min(preload_stages, n_chunks)):
+                                        load_inputs(q, k, v, q_s, k_s, v_s, full, seq_start, it_hk[0], it_hv[0],
+                                                    (p % NVB) * BV, c, c)
+                                T.pdl_sync()
+                            if tx < ST + 32:
+                                for c in T.serial(T.min(2, n_chunks)):
+                                    load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
+                                               rows0, it_hk[0], it_hv[0], (p % NVB) * BV, c, c,
+                                               (c >= preload_stages) if pdl else True)
+                            inverse_loop_ahead(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, fac_flat, xh_s, kk_f, lr,
+                                               sr, gr, gcol, bcol, full, empty, p_used, a_ready, fac_ready, fl_row,
+                                               seq_start, seq_end, n_chunks, it_n[0], it_hk[0], it_hv[0],
+                                               (p % NVB) * BV, scale, tx - ST)
+                        if fused_inverse and not MERGED:
                             for c2 in T.serial(T.ceildiv(n_chunks, 2)):
                                 for par in T.unroll(2):  # c % 2, the double buffers' index, is a constant in each copy
                                     c = 2 * c2 + par
@@ -893,14 +971,14 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                             form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f,
                                                    gq_f, full, empty, p_used, seq_start, seq_end, scale, c, base + c,
                                                    pu0 if par == 0 else pu1)
-                        else:
+                        if not fused_inverse:
                             p_loop_by_pairs(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full,
                                             empty, p_used, seq_start, seq_end, scale, n_chunks, base, pu0, pu1)
                         if persistent:
                             base = base + n_chunks
                             pu0 = pu0 + (n_chunks + 1) // 2
                             pu1 = pu1 + n_chunks // 2
-            else:
+            elif not MERGED:
                 # ------------------------- producer warpgroup (first warp loads, warps 1-2 derive factors)
                 T.set_max_nreg(producer_regs, 0)
                 if pdl:
