@@ -205,8 +205,8 @@ def test_head_split_rule(monkeypatch):
 
 def test_fused_inverse_rule(monkeypatch):
     """chunk_fwd forms the inverse itself at GVA 1 and 2 without the in-kernel norms on a card below
-    LARGE_CARD_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count (2 x SMs at GVA 1,
-    one wave at GVA 2);
+    LARGE_CARD_MEMORY (an H100) when its 128-blocks fill the card, up to the measured pair count (2 x SMs at GVA 1
+    and 2; at GVA 2 past one wave only where the split path would not split its heads);
     FLASHQLA_FUSED_INVERSE=1|0 (ops.FUSED_INVERSE) forces it, at the V blocks that have the variant."""
     monkeypatch.setattr(ops, "FUSED_INVERSE", None)
     monkeypatch.setattr(dispatch, "fused_inverse_card", lambda device: True)  # a stand-in H100
@@ -216,7 +216,11 @@ def test_fused_inverse_rule(monkeypatch):
     assert not choose(16, 16, 66, 132, 128, dev)       # half the SMs or fewer: the split path's 64-blocks
     assert not choose(16, 16, 265, 132, 128, dev)      # past the measured range
     assert choose(16, 32, 128, 132, 128, dev)          # GVA 2, one wave: 35B-TP1 8192x4
-    assert not choose(16, 32, 256, 132, 128, dev)      # GVA 2 past one wave: 35B-TP1 1024x8
+    assert not choose(16, 32, 256, 132, 128, dev)      # GVA 2 past one wave, sequences not given: as one wave
+    assert choose(16, 32, 256, 132, 128, dev, num_seqs=8)  # 35B-TP1 1024x8: no head split on the split path
+    assert not choose(16, 32, 192, 132, 128, dev, num_seqs=6)  # 35B-TP1 1024x6: the split path splits its heads
+    assert choose(16, 32, 128, 132, 128, dev, num_seqs=4)  # within one wave the head split does not matter
+    assert not choose(16, 32, 288, 132, 128, dev, num_seqs=9)  # past two waves
     assert not choose(16, 48, 96, 132, 128, dev)       # GVA 3: 27B-TP2 8192x4 (8 / 24 there)
     assert not choose(16, 64, 128, 132, 128, dev)      # GVA 4
     assert not choose(16, 16, 128, 132, 64, dev)       # no 64-block variant

@@ -316,8 +316,13 @@ def choose_head_split(num_seqs: int, num_heads: int, sms: int, block_v: int, fus
 # Measured up to FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs pairs. Not with the norms of q and k in the kernels
 # (use_qk_l2norm_in_kernel, as transformers' layers call it): there the fused variant (196 bytes of spill) and its
 # rows-only pass (20 us on 2B-TP1 1024x8, 4.6 without) made it 21-22% slower on the same shapes
-# (results/2026-11-26-h100-s27/fused_l2norm).
-FUSED_INVERSE_MAX_PAIRS_PER_SM = {1: 2, 2: 1}  # by GVA ratio; ratios not listed keep the split path
+# (results/2026-11-26-h100-s27/fused_l2norm). Since session 45's fused chunk_fwd (no producer warpgroup, K K^T a
+# chunk ahead) GVA 2 takes it past one wave too, up to two, except where the split path splits its heads
+# (choose_head_split: the heads past the full waves at V block 64, which the fused variant cannot): H100 spans,
+# 35B-TP1 with 8 sequences of 1024 / 2048 / 4096 tokens (256 pairs) fused 127.9 / 228 / 429 against split 129.8 /
+# 243.5 / 467 us, with 6 sequences (192 pairs, a head split) 123.3 / 422 against 109.4 / 366
+# (results/2026-11-28-h100-s45/split_vs_fused, rule_probe).
+FUSED_INVERSE_MAX_PAIRS_PER_SM = {1: 2, 2: 2}  # by GVA ratio; ratios not listed keep the split path
 
 
 @torch.compiler.assume_constant_result
@@ -328,20 +333,25 @@ def fused_inverse_card(device: torch.device) -> bool:
 
 
 def choose_fused_inverse(num_k_heads: int, num_v_heads: int, num_pairs: int, sms: int, block_v: int,
-                         device: torch.device, use_l2norm: bool = False) -> bool:
+                         device: torch.device, use_l2norm: bool = False, num_seqs: int | None = None) -> bool:
     """Whether chunk_fwd forms each chunk's inverse itself (its fused-inverse variant; kkt_solve then writes only
     the factor rows) instead of reading kkt_solve's A~. FLASHQLA_FUSED_INVERSE=1|0 forces it (ops.FUSED_INVERSE);
     otherwise only at the V blocks that have the variant, at the GVA ratios of FUSED_INVERSE_MAX_PAIRS_PER_SM (1 and
     2), without the in-kernel norms (use_l2norm), on cards below LARGE_CARD_MEMORY (the measurements above), with
-    more pairs than half the SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs. Under
-    torch.compile the pair count may be symbolic: the comparisons become guards."""
+    more pairs than half the SMs (V block 128) and at most FUSED_INVERSE_MAX_PAIRS_PER_SM[gva] x SMs; at GVA 2 past
+    one wave only where the split path would not split its heads (:func:`choose_head_split` of ``num_seqs``
+    sequences; without ``num_seqs``, one wave). Under torch.compile the pair count may be symbolic: the comparisons
+    become guards."""
     from .ops import FUSED_INVERSE, FUSED_INVERSE_BLOCK_VS
 
     if block_v not in FUSED_INVERSE_BLOCK_VS:
         return False
     if FUSED_INVERSE is not None:
         return FUSED_INVERSE
-    per_sm = FUSED_INVERSE_MAX_PAIRS_PER_SM.get(num_v_heads // num_k_heads, 0)
+    gva = num_v_heads // num_k_heads
+    per_sm = FUSED_INVERSE_MAX_PAIRS_PER_SM.get(gva, 0)
+    if gva == 2 and num_pairs > sms and (num_seqs is None or choose_head_split(num_seqs, num_v_heads, sms, block_v)):
+        return False
     return (per_sm > 0 and not use_l2norm and 2 * num_pairs > sms and num_pairs <= per_sm * sms
             and fused_inverse_card(device))
 
@@ -438,7 +448,7 @@ def try_chunk_forward(problem, q, k, v, g, beta, scale, initial_state, output_fi
     cu, off = packed_seqlens(cu_seqlens, problem.B, problem.T, q.device)
     sms = sm_count(q.device)
     fused = choose_fused_inverse(problem.H, problem.HV, problem.N * problem.HV, sms, block_v, q.device,
-                                 bool(use_qk_l2norm_in_kernel))
+                                 bool(use_qk_l2norm_in_kernel), problem.N)
     plan = ChunkPlan(problem.B, problem.T, problem.H, problem.K, problem.HV, problem.V,
                      None if cu is cu_seqlens else cu, kkt_chunk_table(cu, off, problem.B * problem.T),
                      bool(use_qk_l2norm_in_kernel), bool(output_final_state), block_v,
