@@ -249,8 +249,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def load_inputs(q, k, v, q_s, k_s, v_s, full, seq_start, hk, hv, v0, c, gc):
-        """Producer warp: q, k and v of chunk c into stage gc % NS by TMA on the stage's full barrier (each copy
-        adds its bytes to the barrier's transaction count; the warp's arrive comes with the chunk's last copy)."""
+        """Producer warp (merged_producer: the auxiliary warpgroup's first warp): q, k and v of chunk c into stage
+        gc % NS by TMA on the stage's full barrier (each copy adds its bytes to the barrier's transaction count; the
+        warp's arrive comes with the chunk's last copy)."""
         st = gc % NS
         t0 = seq_start + c * C
         T.tma_copy(q[t0:t0 + C, hk, 0:K], q_s[st, :, :], barrier=full[st])
@@ -260,11 +261,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     @T.macro
     def load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0, c, gc,
                    load_qkv):
-        """Producer warp: chunk c of the item into stage gc % NS (gc: the CTA's running chunk count, which orders
-        the stages across its items) once the stage's previous chunk is released, all by TMA: q, k, v (if load_qkv, a
-        Python bool or a run-time test: else they were issued before the wait on kkt_solve's grid, `load_inputs`),
-        a and the chunk's factor rows (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0
-        there)."""
+        """Producer warp (merged_producer: the auxiliary warpgroup's first warp): chunk c of the item into stage
+        gc % NS (gc: the CTA's running chunk count, which orders the stages across its items) once the stage's
+        previous chunk is released, all by TMA: q, k, v (if load_qkv, a Python bool or a run-time test: else
+        they were issued before the wait on kkt_solve's grid, `load_inputs`), a and the chunk's factor rows
+        (kkt_solve forms them; rows past a sequence's end are zeros, so d = 0 there)."""
         st = gc % NS
         t0 = seq_start + c * C
         T.barrier_wait(empty[st], (gc // NS + 1) % 2)
@@ -278,13 +279,15 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     @T.macro
     def derive_factors(fac_s, fac_flat, full, fac_ready, fl_row, seq_start, seq_end, scale, c, gc, j,
                        wait_full=True):
-        """Producer warpgroup's warps 1 and 2 (thread j = 0..C-1: token j), chunk c of the item (stage gc % NS): once
+        """Producer warpgroup's warps 1 and 2 (merged_producer: the auxiliary warpgroup's first C threads, after
+        its own wait, wait_full False) (thread j = 0..C-1: token j), chunk c of the item (stage gc % NS): once
         the stage has landed, the state chain's column factors of token j from its factor rows into the stage's
-        slots F_WF = exp2(G_j) rk_j and F_UF = exp2(G_last - G_j) rk_j beta_j (G in log2 units, G_last: the chunk's
-        last token's; rk = 1/||k_j|| with use_l2norm, else 1), zero past the sequence's end; then `fac_ready`. The
-        same operations in the same order as kkt_solve's former rows 2 and 3 (so the same bits), off every other
-        warpgroup's path: the state warpgroups wait for them only before their W^T pass. With p_on_state also
-        F_OF = exp2(G_j + log2(scale)), O's row factor (form_p's of_s, the same operations)."""
+        slots F_WF = exp2(G_j) rk_j and F_UF = exp2(G_last - G_j) rk_j beta_j (G in log2 units, G_last: the
+        chunk's last token's; rk = 1/||k_j|| with use_l2norm, else 1), zero past the sequence's end; then
+        `fac_ready`. The same operations in the same order as kkt_solve's former rows 2 and 3 (so the same
+        bits), off every other warpgroup's path: the state warpgroups wait for them only before their W^T pass.
+        With p_on_state also F_OF = exp2(G_j + log2(scale)), O's row factor (form_p's of_s, the same
+        operations)."""
         st = gc % NS
         t0 = seq_start + c * C
         if wait_full:
@@ -458,7 +461,9 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         """Auxiliary warpgroup (fused_inverse, inverse_form "regs"), chunk c: A~ = (I + L~)^-1 with the gate in L~
         (inverse_regs.py) into a_s[c % 2]: K K^T by one wgmma, L~ from its accumulator into registers, the inverse
         by steps A..D (named barriers INV_BARRIER_ID between them, every cross-warp operand through xh_s), then the
-        row stripes' blocks on or below the diagonal to a_s once the state warpgroups are done with it (chunk c - 2)."""
+        row stripes' blocks on or below the diagonal to a_s once the state warpgroups are done with it (chunk c - 2).
+        merged_producer: K K^T was issued during chunk c - 1 (`inverse_loop_ahead`); the first C threads derive the
+        stage's factors (derive_factors) before its wait, and chunk c + 1's K K^T is issued before merge_64."""
         st = gc % NS
         pb = c % 2
         t0 = seq_start + c * C
