@@ -33,6 +33,7 @@ def _compile_one(spec_tuple, out_dir: str):
         "library": ck.library.name,
         "args": ck.args,
         "source_sha256": ck.source_sha256,
+        "ptxas": ck.ptxas,
         "seconds": round(time.time() - t0, 1),
     }
 
@@ -66,6 +67,10 @@ def build_binaries(out_dir: Path, only: str | None = None, jobs: int = 1) -> dic
     for f in out_dir.iterdir():
         if f.suffix in (".so", ".cu") and f.stem not in current:
             f.unlink()
+    for name, e in sorted(entries.items()):  # say it where the build is watched, not only in the manifest
+        if e.get("ptxas", {}).get("wgmma_serialised"):
+            print(f"warning: ptxas serialises the wgmma of {name}: {e['ptxas']['wgmma_serialised'][0]}",
+                  file=sys.stderr)
     manifest = {"format": MANIFEST_FORMAT, "arch": "sm_90a", "kernels": entries}
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
