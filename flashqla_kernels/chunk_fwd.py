@@ -179,7 +179,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     FOUR_WG = block_v == 128
     sq_order = sq_order or ("split" if FOUR_WG else "overlap")
     state_regs = state_regs or (192 if FOUR_WG else 208)
-    aux_regs = aux_regs or (104 if FOUR_WG else 160)
+    aux_regs_given = aux_regs
     # fused_inverse (default at block_v 128): the auxiliary warpgroup forms each chunk's gated inverse itself
     # (`form_inverse`, before P) into a double buffer handed to the state warpgroups on an mbarrier; kkt_solve
     # runs as its rows-only pass (solve=False) and `a` is neither loaded nor read (any valid pointer may be passed).
@@ -213,8 +213,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
     # the early K K^T was 0 to +2% (merged_producer_ab).
     MERGED = (FOUR_WG and REGS and P_ON_STATE and not persistent) if merged_producer is None else merged_producer
     assert not MERGED or (FOUR_WG and REGS and P_ON_STATE and not persistent)
-    if MERGED and aux_regs == 104:
-        aux_regs = 120
+    aux_regs = aux_regs_given or (120 if MERGED else 104 if FOUR_WG else 160)
     assert C == CHUNK
     # o_store: how the state warpgroups write O^T (accumulator layout) transposed into o_s for the TMA store:
     # "stmatrix" (stmatrix.trans: four 8 x 8 bf16 matrices an instruction, the pairs packed by one conversion each)
@@ -340,9 +339,10 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
         named barrier P_READY_BARRIER_ID + pb, on which the state warpgroups wait (`p_ready_wait`). A named barrier
         and not an mbarrier: the state warpgroups then wait in bar.sync, issuing nothing, where an mbarrier wait polls
         (try_wait in a loop). Measured (H100, split path, results/2026-11-28-h100-s44/p_ready_named_ab): chunk_fwd
-        -5.6% on 397B-TP1 8192x4 and -7.6% on 397B-TP2 8192x4, the GVA-1/2 rows unchanged. One arrival a chunk a barrier at a time: the auxiliary warpgroup writes P
-        of chunk c + 2 into the same buffer only after p_used says the state warpgroups are done with chunk c, i.e.
-        past their wait for it; the proxy fence before the arrival (MEMBAR) orders P's stores before it."""
+        -5.6% on 397B-TP1 8192x4 and -7.6% on 397B-TP2 8192x4, the GVA-1/2 rows unchanged. One arrival a chunk a
+        barrier at a time: the auxiliary warpgroup writes P of chunk c + 2 into the same buffer only after p_used says
+        the state warpgroups are done with chunk c, i.e. past their wait for it; the proxy fence before the arrival
+        (MEMBAR) orders P's stores before it."""
         T.call_extern("handle", "flashqla_bar_arrive", P_READY_BARRIER_ID + pb, 128 + ST)
 
     @T.macro
@@ -499,8 +499,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
 
     @T.macro
     def inverse_loop_ahead(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, fac_flat, xh_s, kk_f, lr, sr, gr, gcol, bcol,
-                           full, empty, p_used, a_ready, fac_ready, fl_row, seq_start, seq_end, n_chunks, n, hk, hv,
-                           v0, scale, ta):
+                           full, empty, p_used, a_ready, fac_ready, fl_row, seq_start, seq_end, n_chunks, rows0, hk,
+                           hv, v0, scale, ta):
         """Auxiliary warpgroup with merged_producer (one item a CTA; chunks 0 and 1 already loaded): chunk 0's K K^T
         (issued unconditionally, see merged_producer), then every chunk's inverse, the stage's release and chunk c + 2's
         loads by the first warp. A plain chunk loop: the pair-unrolled one's `c < n_chunks` branch would separate a
@@ -513,8 +513,8 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                               seq_end, c, c, 0, ta, fac_flat, fac_ready, fl_row, scale, n_chunks)
             T.barrier_arrive(empty[c % NS])
             if (ta < 32) & (c + 2 < n_chunks):  # chunk c + 2 into the stage of chunk c - 1
-                load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start,
-                           (seq_start + 3) // 4 * 4 + C * n, hk, hv, v0, c + 2, c + 2, True)
+                load_chunk(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, full, empty, seq_start, rows0, hk, hv, v0,
+                           c + 2, c + 2, True)
         T.wait_wgmma(0)
 
     @T.macro
@@ -528,6 +528,11 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                 if c < n_chunks:
                     form_p(q_s, k_s, fac_s, p_s, of_s, rq_s, p_f, qq_f, qn_f, gr_f, pb_f, gq_f, full, empty, p_used,
                            seq_start, seq_end, scale, c, base + c, pu0 if par == 0 else pu1)
+
+    def rows_start(seq_start, n):
+        """The first factor row of sequence n (kkt_solve's layout, ops.rows_start: 16-byte aligned for TMA, and a gap
+        of C zero rows after each sequence, so a partial last chunk's rows past the end read zeros)."""
+        return (seq_start + 3) // 4 * 4 + C * n
 
     def item_rounds(num_items, num_ctas):
         """A warpgroup's loop over the rounds of items (a fresh iterator each call): ceil(num_items / num_ctas) on a
@@ -940,7 +945,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                         if MERGED:
                             # the first two chunks' loads (the stages are free); with pdl q, k and v of the first
                             # preload_stages before the wait on the grid before (factor_rows), the rest after it
-                            rows0 = (seq_start + 3) // 4 * 4 + C * it_n[0]
+                            rows0 = rows_start(seq_start, it_n[0])
                             if pdl:
                                 if tx < ST + 32:
                                     for c in T.serial(T.min(preload_stages, n_chunks)):
@@ -954,7 +959,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                                (c >= preload_stages) if pdl else True)
                             inverse_loop_ahead(q, k, v, a, rows, q_s, k_s, v_s, a_s, fac_s, fac_flat, xh_s, kk_f, lr,
                                                sr, gr, gcol, bcol, full, empty, p_used, a_ready, fac_ready, fl_row,
-                                               seq_start, seq_end, n_chunks, it_n[0], it_hk[0], it_hv[0],
+                                               seq_start, seq_end, n_chunks, rows0, it_hk[0], it_hv[0],
                                                (p % NVB) * BV, scale, tx - ST)
                         if fused_inverse and not MERGED:
                             for c2 in T.serial(T.ceildiv(n_chunks, 2)):
@@ -1007,10 +1012,7 @@ def chunk_fwd_program(dtype: str = "bfloat16", use_l2norm: bool = False, block_v
                                 it_hk, it_start, it_end)
                         n = it_n[0]
                         seq_start = it_start[0]
-                        # the sequence's first factor row (kkt_solve's layout, ops.rows_start: 16-byte aligned for
-                        # TMA, and a gap of C zero rows after each sequence, so a partial last chunk's rows past the
-                        # end read zeros)
-                        rows0 = (seq_start + 3) // 4 * 4 + C * n
+                        rows0 = rows_start(seq_start, n)
                         n_chunks = T.ceildiv(it_end[0] - seq_start, C)
                         if persistent and prefetch_h0 and it > 0 and flags % 2 == 1 and tx == PT:
                             # the item's initial state into L2 while the state warpgroups finish the item before

@@ -12,7 +12,6 @@ warns on serialisation; the last test here reads it for every kernel.
 """
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,25 +25,21 @@ SPECS = (
 )
 
 
-def _nvcc():
-    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if cand and Path(cand).exists():
-            return cand
-    return None
-
-
 @pytest.mark.parametrize("spec", SPECS)
 def test_chunk_fwd_wgmma_not_serialised(spec, tmp_path):
     src = Path(os.environ.get("FLASHQLA_BINARIES_DIR", REPO / "build" / "_binaries")) / f"{spec}.cu"
     if not src.exists():
         pytest.skip(f"{src} not built (python -m flashqla_kernels.build keeps the generated sources)")
-    nvcc = _nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found (the ahead-of-time build needs it; set NVCC=/path/to/nvcc)")
     tilelang = pytest.importorskip("tilelang")
+    from flashqla_kernels.aot import GENCODE, find_nvcc
+
+    try:
+        nvcc = find_nvcc()
+    except RuntimeError as e:
+        pytest.skip(str(e))
     tl_root = Path(tilelang.__file__).parent
     res = subprocess.run(
-        [nvcc, "-std=c++20", "-O3", "-cubin", "-gencode", "arch=compute_90a,code=sm_90a", "--use_fast_math",
+        [nvcc, "-std=c++20", "-O3", "-cubin", "-gencode", GENCODE, "--use_fast_math",
          "-Xptxas", "-v", f"-I{tl_root / '3rdparty' / 'cutlass' / 'include'}", f"-I{tl_root / 'src'}", str(src),
          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
